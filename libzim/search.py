@@ -1,0 +1,1 @@
+"""Full-text search (filled in by the search family)."""

@@ -1,0 +1,1 @@
+"""Title suggestions (filled in by the suggestion family)."""

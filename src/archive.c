@@ -1,0 +1,1147 @@
+/* Reader: Archive, Entry, Item, Blob (the content buffer) and EntryIterator.
+ *
+ * GIL rule (see README, "GIL policy"): every shim call that can read the
+ * file or decompress runs with the GIL released, and builds no Python
+ * object; everything an accessor needs afterwards was gathered in that
+ * same call (zs_*_info), so property reads never call into libzim. */
+#include "archive.h"
+
+#include <structmember.h>
+
+#include <fcntl.h>
+#include <math.h>
+#include <sys/stat.h>
+
+#define NOGIL(stmt)                \
+    do {                           \
+        Py_BEGIN_ALLOW_THREADS     \
+        stmt;                      \
+        Py_END_ALLOW_THREADS       \
+    } while (0)
+
+static void free_archive(void *h) { zs_archive_free((zs_archive *)h); }
+
+/* ==== Blob: the buffer behind Item.content ================================ */
+
+typedef struct {
+    PyObject_HEAD
+    zs_blob *h;
+    zs_str data;
+} BlobObject;
+
+static int blob_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+    BlobObject *b = (BlobObject *)self;
+    /* An empty blob may have no storage; a memoryview still wants a pointer. */
+    static char empty[1];
+    void *ptr = b->data.ptr ? (void *)b->data.ptr : (void *)empty;
+    return PyBuffer_FillInfo(view, self, ptr, (Py_ssize_t)b->data.len, 1, flags);
+}
+
+static void blob_dealloc(PyObject *self) {
+    BlobObject *b = (BlobObject *)self;
+    PyTypeObject *tp = Py_TYPE(self);
+    /* Dropping the last reference to a cluster frees its buffer only. */
+    if (b->h)
+        zs_blob_free(b->h);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyType_Slot blob_slots[] = {
+    {Py_tp_dealloc, blob_dealloc},
+    {Py_bf_getbuffer, blob_getbuffer},
+    {Py_tp_doc, "Read-only bytes of an item, shared with libzim's cluster cache."},
+    {0, NULL},
+};
+
+static PyType_Spec blob_spec = {
+    .name = "libzim._libzim.Blob",
+    .basicsize = sizeof(BlobObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = blob_slots,
+};
+
+/* ==== Item ================================================================= */
+
+typedef struct {
+    PyObject_HEAD
+    zs_item *h;
+    zs_item_info info;
+    PyObject *name;
+    PyObject *blob;     /* cached content, set once */
+    int64_t size;       /* cached, -1 until read */
+} ItemObject;
+
+static PyObject *item_new(zc_state *st, zs_item *h, const zs_item_info *info, PyObject *name) {
+    ItemObject *it = PyObject_GC_New(ItemObject, st->Item);
+    if (!it) {
+        zs_item_free(h);
+        return NULL;
+    }
+    it->h = h;
+    it->info = *info;
+    it->name = Py_NewRef(name);
+    it->blob = NULL;
+    it->size = -1;
+    PyObject_GC_Track(it);
+    return (PyObject *)it;
+}
+
+static int item_traverse(PyObject *self, visitproc visit, void *arg) {
+    ItemObject *it = (ItemObject *)self;
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(it->name);
+    Py_VISIT(it->blob);
+    return 0;
+}
+
+static int item_clear(PyObject *self) {
+    ItemObject *it = (ItemObject *)self;
+    Py_CLEAR(it->name);
+    Py_CLEAR(it->blob);
+    return 0;
+}
+
+static void item_dealloc(PyObject *self) {
+    ItemObject *it = (ItemObject *)self;
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    item_clear(self);
+    zs_item_free(it->h);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyObject *item_title(PyObject *self, void *c) { (void)c; return zc_str(((ItemObject *)self)->info.title); }
+static PyObject *item_path(PyObject *self, void *c) { (void)c; return zc_str(((ItemObject *)self)->info.path); }
+static PyObject *item_mimetype(PyObject *self, void *c) { (void)c; return zc_str(((ItemObject *)self)->info.mimetype); }
+static PyObject *item_index(PyObject *self, void *c) { (void)c; return PyLong_FromUnsignedLong(((ItemObject *)self)->info.index); }
+
+static PyObject *item_size(PyObject *self, void *c) {
+    (void)c;
+    ItemObject *it = (ItemObject *)self;
+    if (it->size < 0) {
+        uint64_t size = 0;
+        zs_error err;
+        int rc;
+        NOGIL(rc = zs_item_size(it->h, &size, &err));
+        if (rc < 0)
+            return zc_raise(zc_state_of(self), &err, it->name);
+        it->size = (int64_t)size;
+    }
+    return PyLong_FromLongLong(it->size);
+}
+
+static PyObject *item_content(PyObject *self, void *c) {
+    (void)c;
+    ItemObject *it = (ItemObject *)self;
+    if (!it->blob) {
+        zc_state *st = zc_state_of(self);
+        zs_error err;
+        zs_str data = {NULL, 0};
+        zs_blob *h;
+        NOGIL(h = zs_item_data(it->h, &data, &err));
+        if (!h)
+            return zc_raise(st, &err, it->name);
+        BlobObject *b = PyObject_New(BlobObject, st->Blob);
+        if (!b) {
+            zs_blob_free(h);
+            return NULL;
+        }
+        b->h = h;
+        b->data = data;
+        /* Another thread may have read it meanwhile; keep the first. */
+        if (!it->blob)
+            it->blob = (PyObject *)b;
+        else
+            Py_DECREF(b);
+    }
+    return PyMemoryView_FromObject(it->blob);
+}
+
+static PyObject *item_repr(PyObject *self) {
+    ItemObject *it = (ItemObject *)self;
+    PyObject *path = zc_str(it->info.path), *title = path ? zc_str(it->info.title) : NULL;
+    PyObject *r = title ? PyUnicode_FromFormat("%s(url=%U, title=%U)", _PyType_Name(Py_TYPE(self)), path, title) : NULL;
+    Py_XDECREF(path);
+    Py_XDECREF(title);
+    return r;
+}
+
+static PyGetSetDef item_getset[] = {
+    {"title", item_title, NULL, "Item title.", NULL},
+    {"path", item_path, NULL, "Item path.", NULL},
+    {"mimetype", item_mimetype, NULL, "Item MIME type.", NULL},
+    {"_index", item_index, NULL, "Entry index (path order) of the item.", NULL},
+    {"size", item_size, NULL, "Content size in bytes (reads the cluster header).", NULL},
+    {"content", item_content, NULL,
+     "Content as a read-only, zero-copy memoryview; it stays valid on its own.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot item_slots[] = {
+    {Py_tp_dealloc, item_dealloc},
+    {Py_tp_traverse, item_traverse},
+    {Py_tp_clear, item_clear},
+    {Py_tp_getset, item_getset},
+    {Py_tp_repr, item_repr},
+    {Py_tp_doc, "The content of an entry: title, path, mimetype, size and content."},
+    {0, NULL},
+};
+
+static PyType_Spec item_spec = {
+    .name = "libzim.reader.Item",
+    .basicsize = sizeof(ItemObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_DISALLOW_INSTANTIATION |
+             Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = item_slots,
+};
+
+/* ==== Entry ================================================================= */
+
+PyObject *zc_entry_new(zc_state *st, zs_entry *h, const zs_entry_info *info, PyObject *name) {
+    EntryObject *e = PyObject_GC_New(EntryObject, st->Entry);
+    if (!e) {
+        zs_entry_free(h);
+        return NULL;
+    }
+    e->h = h;
+    e->info = *info;
+    e->name = Py_NewRef(name);
+    PyObject_GC_Track(e);
+    return (PyObject *)e;
+}
+
+static int entry_traverse(PyObject *self, visitproc visit, void *arg) {
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(((EntryObject *)self)->name);
+    return 0;
+}
+
+static int entry_clear(PyObject *self) {
+    Py_CLEAR(((EntryObject *)self)->name);
+    return 0;
+}
+
+static void entry_dealloc(PyObject *self) {
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    entry_clear(self);
+    zs_entry_free(((EntryObject *)self)->h);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyObject *entry_title(PyObject *self, void *c) { (void)c; return zc_str(((EntryObject *)self)->info.title); }
+static PyObject *entry_path(PyObject *self, void *c) { (void)c; return zc_str(((EntryObject *)self)->info.path); }
+static PyObject *entry_index(PyObject *self, void *c) { (void)c; return PyLong_FromUnsignedLong(((EntryObject *)self)->info.index); }
+static PyObject *entry_is_redirect(PyObject *self, void *c) { (void)c; return PyBool_FromLong(((EntryObject *)self)->info.is_redirect); }
+
+static PyObject *entry_get_redirect_entry(PyObject *self, PyObject *noargs) {
+    (void)noargs;
+    EntryObject *e = (EntryObject *)self;
+    zc_state *st = zc_state_of(self);
+    zs_entry_info info;
+    zs_error err;
+    zs_entry *h;
+    NOGIL(h = zs_entry_redirect(e->h, &info, &err));
+    if (!h)
+        return zc_raise(st, &err, e->name);
+    return zc_entry_new(st, h, &info, e->name);
+}
+
+static PyObject *entry_get_item(PyObject *self, PyObject *noargs) {
+    (void)noargs;
+    EntryObject *e = (EntryObject *)self;
+    zc_state *st = zc_state_of(self);
+    zs_item_info info;
+    zs_error err;
+    zs_item *h;
+    NOGIL(h = zs_entry_item(e->h, &info, &err));
+    if (!h)
+        return zc_raise(st, &err, e->name);
+    return item_new(st, h, &info, e->name);
+}
+
+static PyObject *entry_repr(PyObject *self) {
+    EntryObject *e = (EntryObject *)self;
+    PyObject *path = zc_str(e->info.path), *title = path ? zc_str(e->info.title) : NULL;
+    PyObject *r = title ? PyUnicode_FromFormat("%s(url=%U, title=%U)", _PyType_Name(Py_TYPE(self)), path, title) : NULL;
+    Py_XDECREF(path);
+    Py_XDECREF(title);
+    return r;
+}
+
+static PyMethodDef entry_methods[] = {
+    {"get_redirect_entry", entry_get_redirect_entry, METH_NOARGS,
+     "The entry this redirect points to."},
+    {"get_item", entry_get_item, METH_NOARGS, "The Item of this entry (redirects are followed)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef entry_getset[] = {
+    {"title", entry_title, NULL, "Entry title.", NULL},
+    {"path", entry_path, NULL, "Entry path.", NULL},
+    {"_index", entry_index, NULL, "Entry index in path order.", NULL},
+    {"is_redirect", entry_is_redirect, NULL, "Whether the entry is a redirect.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot entry_slots[] = {
+    {Py_tp_dealloc, entry_dealloc},
+    {Py_tp_traverse, entry_traverse},
+    {Py_tp_clear, entry_clear},
+    {Py_tp_methods, entry_methods},
+    {Py_tp_getset, entry_getset},
+    {Py_tp_repr, entry_repr},
+    {Py_tp_doc, "An entry of an archive: a path, a title, and an item or a redirect."},
+    {0, NULL},
+};
+
+static PyType_Spec entry_spec = {
+    .name = "libzim.reader.Entry",
+    .basicsize = sizeof(EntryObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_DISALLOW_INSTANTIATION |
+             Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = entry_slots,
+};
+
+/* ==== EntryIterator ========================================================== */
+
+/* Entries are read natively in batches so that a walk over an archive hands
+ * the GIL over once per batch, not once per entry; batches start small so a
+ * single next() stays cheap. */
+#define ITER_BATCH_MIN 8
+#define ITER_BATCH_MAX 256
+
+typedef struct {
+    PyObject_HEAD
+    PyThread_type_lock lock;  /* serialises next() between threads */
+    zs_iter *it;              /* NULL once exhausted */
+    zs_entry *buf[ITER_BATCH_MAX];
+    zs_entry_info infos[ITER_BATCH_MAX];
+    size_t pos, n, batch;
+    uint64_t remaining;
+    PyObject *name;
+} IterObject;
+
+static PyObject *iter_new(zc_state *st, zs_iter *h, uint64_t size, PyObject *name) {
+    IterObject *self = PyObject_GC_New(IterObject, st->EntryIterator);
+    if (!self) {
+        zs_iter_free(h);
+        return NULL;
+    }
+    self->lock = PyThread_allocate_lock();
+    self->it = h;
+    self->pos = self->n = 0;
+    self->batch = ITER_BATCH_MIN;
+    self->remaining = size;
+    self->name = Py_NewRef(name);
+    PyObject_GC_Track(self);
+    if (!self->lock) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)self;
+}
+
+static int iter_traverse(PyObject *self, visitproc visit, void *arg) {
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(((IterObject *)self)->name);
+    return 0;
+}
+
+static int iter_clear(PyObject *self) {
+    Py_CLEAR(((IterObject *)self)->name);
+    return 0;
+}
+
+static void iter_dealloc(PyObject *self) {
+    IterObject *s = (IterObject *)self;
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    iter_clear(self);
+    for (size_t i = s->pos; i < s->n; i++)
+        zs_entry_free(s->buf[i]);
+    if (s->it)
+        zs_iter_free(s->it);
+    if (s->lock)
+        PyThread_free_lock(s->lock);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyObject *iter_next(PyObject *self) {
+    IterObject *s = (IterObject *)self;
+    PyObject *result = NULL;
+    ZC_LOCK(s->lock);
+    if (s->pos == s->n && s->it) {
+        zs_error err;
+        int rc;
+        size_t n = 0;
+        NOGIL(rc = zs_iter_next(s->it, s->buf, s->infos, s->batch, &n, &err));
+        s->pos = 0;
+        s->n = rc < 0 ? 0 : n;
+        if (s->batch < ITER_BATCH_MAX)
+            s->batch *= 2;
+        if (rc < 0) {
+            ZC_UNLOCK(s->lock);
+            return zc_raise(zc_state_of(self), &err, s->name);
+        }
+        if (n == 0) {
+            zs_iter_free(s->it);
+            s->it = NULL;
+        }
+    }
+    if (s->pos < s->n) {
+        size_t i = s->pos++;
+        if (s->remaining)
+            s->remaining--;
+        result = zc_entry_new(zc_state_of(self), s->buf[i], &s->infos[i], s->name);
+    }
+    ZC_UNLOCK(s->lock);
+    return result;  /* NULL without an error set ends the iteration */
+}
+
+static PyObject *iter_length_hint(PyObject *self, PyObject *noargs) {
+    (void)noargs;
+    return PyLong_FromUnsignedLongLong(((IterObject *)self)->remaining);
+}
+
+static PyMethodDef iter_methods[] = {
+    {"__length_hint__", iter_length_hint, METH_NOARGS, "Entries left."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot iter_slots[] = {
+    {Py_tp_dealloc, iter_dealloc},
+    {Py_tp_traverse, iter_traverse},
+    {Py_tp_clear, iter_clear},
+    {Py_tp_iter, PyObject_SelfIter},
+    {Py_tp_iternext, iter_next},
+    {Py_tp_methods, iter_methods},
+    {Py_tp_doc, "Iterator over entries; reads them natively in batches, without the GIL."},
+    {0, NULL},
+};
+
+static PyType_Spec iter_spec = {
+    .name = "libzim.reader.EntryIterator",
+    .basicsize = sizeof(IterObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_DISALLOW_INSTANTIATION |
+             Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = iter_slots,
+};
+
+/* ==== Archive ================================================================= */
+
+#define ARCHIVE(o) ((ArchiveObject *)(o))
+
+/* Takes a use of the native archive, or raises ClosedError. Pair with
+ * zc_archive_leave(). */
+zs_archive *zc_archive_enter(zc_state *st, PyObject *self) {
+    if (!PyObject_TypeCheck(self, st->Archive)) {
+        PyErr_Format(PyExc_TypeError, "expected libzim.reader.Archive, not %.100s",
+                     Py_TYPE(self)->tp_name);
+        return NULL;
+    }
+    zs_archive *h = zc_guard_enter(&ARCHIVE(self)->guard);
+    if (!h)
+        zc_raise_closed(st, "archive", ARCHIVE(self)->name);
+    return h;
+}
+
+void zc_archive_leave(PyObject *self) { zc_guard_leave(&ARCHIVE(self)->guard, free_archive); }
+
+PyObject *zc_archive_name(PyObject *self) { return ARCHIVE(self)->name; }
+
+static int archive_init(PyObject *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"filename", "offset", "size", NULL};
+    ArchiveObject *a = ARCHIVE(self);
+    zc_state *st = zc_state_of(self);
+    PyObject *path_bytes = NULL, *offset_o = Py_None, *size_o = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&|$OO:Archive", kwlist,
+                                     PyUnicode_FSConverter, &path_bytes, &offset_o, &size_o))
+        return -1;
+    int rc = -1;
+    PyObject *fsname = NULL;
+    if (atomic_load(&a->guard.handle) || a->filename) {
+        PyErr_SetString(PyExc_RuntimeError, "Archive.__init__ called twice");
+        goto done;
+    }
+    const char *path = PyBytes_AS_STRING(path_bytes);
+    fsname = PyUnicode_DecodeFSDefault(path);
+    if (!fsname)
+        goto done;
+    int has_range = offset_o != Py_None || size_o != Py_None;
+    unsigned long long offset = 0, size = 0;
+    if (has_range) {
+        if (offset_o != Py_None) {
+            offset = PyLong_AsUnsignedLongLong(offset_o);
+            if (PyErr_Occurred())
+                goto bad_range;
+        }
+        if (size_o != Py_None) {
+            size = PyLong_AsUnsignedLongLong(size_o);
+            if (PyErr_Occurred())
+                goto bad_range;
+        } else {
+            /* Offset alone: the archive runs to the end of the file. */
+            struct stat sb;
+            if (stat(path, &sb) < 0) {
+                PyErr_SetFromErrnoWithFilenameObject(st->ArchiveError, fsname);
+                goto done;
+            }
+            if ((unsigned long long)sb.st_size < offset)
+                goto bad_range;
+            size = (unsigned long long)sb.st_size - offset;
+        }
+    }
+    zs_archive_info info;
+    zs_error err;
+    zs_archive *h;
+    NOGIL(h = zs_archive_open(path, has_range, offset, size, &info, &err));
+    if (!h) {
+        zs_error e2 = err;
+        if (err.kind == ZS_ERR_IO)
+            snprintf(e2.msg, sizeof e2.msg, "cannot open: %.400s", err.msg);
+        zc_raise(st, &e2, fsname);
+        goto done;
+    }
+    /* Report the name the user gave: libzim may have resolved parts. */
+    info.filename.ptr = NULL;
+    info.filename.len = 0;
+    a->info = info;
+    a->name = Py_NewRef(fsname);
+    a->filename = PyObject_CallOneArg(st->pathlib_Path, fsname);
+    if (!a->filename) {
+        zs_archive_free(h);
+        goto done;
+    }
+    atomic_store(&a->guard.handle, h);
+    rc = 0;
+    goto done;
+bad_range:
+    if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_OverflowError) ||
+        PyErr_ExceptionMatches(PyExc_TypeError)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError,
+                     "offset and size must be non-negative integers within the file");
+    }
+done:
+    Py_XDECREF(fsname);
+    Py_DECREF(path_bytes);
+    return rc;
+}
+
+static int archive_traverse(PyObject *self, visitproc visit, void *arg) {
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(ARCHIVE(self)->filename);
+    Py_VISIT(ARCHIVE(self)->name);
+    return 0;
+}
+
+static int archive_clear(PyObject *self) {
+    Py_CLEAR(ARCHIVE(self)->filename);
+    Py_CLEAR(ARCHIVE(self)->name);
+    return 0;
+}
+
+static void archive_dealloc(PyObject *self) {
+    ArchiveObject *a = ARCHIVE(self);
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    if (a->weakreflist)
+        PyObject_ClearWeakRefs(self);
+    /* Nobody else can hold a use of a dying object: free directly, but
+     * without the GIL since it closes files and drops caches. */
+    void *h = atomic_exchange(&a->guard.handle, NULL);
+    if (h)
+        NOGIL(zs_archive_free(h));
+    archive_clear(self);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+/* Runs one lookup natively; op selects which. */
+enum { LK_PATH, LK_TITLE, LK_ID, LK_MAIN, LK_RANDOM };
+
+static zs_entry *lookup(zs_archive *h, int op, const char *s, Py_ssize_t len, uint64_t id,
+                        zs_entry_info *info, zs_error *err) {
+    switch (op) {
+    case LK_PATH: return zs_archive_entry_by_path(h, s, (size_t)len, info, err);
+    case LK_TITLE: return zs_archive_entry_by_title(h, s, (size_t)len, info, err);
+    case LK_ID: return zs_archive_entry_by_index(h, ZS_BY_PATH, id, info, err);
+    case LK_MAIN: return zs_archive_main_entry(h, info, err);
+    default: return zs_archive_random_entry(h, info, err);
+    }
+}
+
+/* want_entry: 1 returns the Entry, 0 returns True/False for has_*(). */
+static PyObject *archive_lookup(PyObject *self, int op, PyObject *key, int want_entry) {
+    zc_state *st = zc_state_of(self);
+    const char *s = NULL;
+    Py_ssize_t len = 0;
+    uint64_t id = 0;
+    if (op == LK_PATH || op == LK_TITLE) {
+        if (!(s = zc_utf8(key, &len, op == LK_PATH ? "path" : "title")))
+            return NULL;
+    } else if (op == LK_ID) {
+        if (!PyLong_Check(key))
+            return PyErr_Format(PyExc_TypeError, "entry_id must be int, not %.100s",
+                                Py_TYPE(key)->tp_name);
+        id = PyLong_AsUnsignedLongLong(key);
+        if (id == (uint64_t)-1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return PyErr_Format(st->InvalidIndexError, "%U: entry id %R out of range",
+                                ARCHIVE(self)->name, key);
+        }
+    }
+    zs_archive *h = zc_archive_enter(st, self);
+    if (!h)
+        return NULL;
+    zs_entry_info info;
+    zs_error err;
+    zs_entry *e;
+    NOGIL(e = lookup(h, op, s, len, id, &info, &err));
+    zc_archive_leave(self);
+    if (!want_entry) {
+        if (e) {
+            zs_entry_free(e);
+            Py_RETURN_TRUE;
+        }
+        if (err.kind == ZS_ERR_NOT_FOUND)
+            Py_RETURN_FALSE;
+    }
+    if (!e)
+        return zc_raise(st, &err, ARCHIVE(self)->name);
+    return zc_entry_new(st, e, &info, ARCHIVE(self)->name);
+}
+
+PyObject *zc_entry_by_path(zc_state *st, PyObject *archive, zs_str path) {
+    (void)st;
+    PyObject *key = zc_str(path);
+    if (!key)
+        return NULL;
+    PyObject *r = archive_lookup(archive, LK_PATH, key, 1);
+    Py_DECREF(key);
+    return r;
+}
+
+static PyObject *a_get_entry_by_path(PyObject *self, PyObject *path) { return archive_lookup(self, LK_PATH, path, 1); }
+static PyObject *a_has_entry_by_path(PyObject *self, PyObject *path) { return archive_lookup(self, LK_PATH, path, 0); }
+static PyObject *a_get_entry_by_title(PyObject *self, PyObject *title) { return archive_lookup(self, LK_TITLE, title, 1); }
+static PyObject *a_has_entry_by_title(PyObject *self, PyObject *title) { return archive_lookup(self, LK_TITLE, title, 0); }
+static PyObject *a_get_entry_by_id(PyObject *self, PyObject *id) { return archive_lookup(self, LK_ID, id, 1); }
+static PyObject *a_get_random_entry(PyObject *self, PyObject *noargs) { (void)noargs; return archive_lookup(self, LK_RANDOM, NULL, 1); }
+static PyObject *a_main_entry(PyObject *self, void *c) { (void)c; return archive_lookup(self, LK_MAIN, NULL, 1); }
+
+/* Returns the Item for a metadata name (size < 0) or an illustration. */
+static PyObject *archive_item(PyObject *self, PyObject *name, long size, int want_bytes) {
+    zc_state *st = zc_state_of(self);
+    const char *s = NULL;
+    Py_ssize_t len = 0;
+    if (name && !(s = zc_utf8(name, &len, "name")))
+        return NULL;
+    zs_archive *h = zc_archive_enter(st, self);
+    if (!h)
+        return NULL;
+    zs_item_info info;
+    zs_error err;
+    zs_item *it;
+    zs_blob *blob = NULL;
+    zs_str data = {NULL, 0};
+    Py_BEGIN_ALLOW_THREADS
+    it = name ? zs_archive_metadata_item(h, s, (size_t)len, &info, &err)
+              : zs_archive_illustration_item(h, (unsigned)size, &info, &err);
+    if (it && want_bytes) {
+        blob = zs_item_data(it, &data, &err);
+        zs_item_free(it);
+        it = NULL;
+    }
+    Py_END_ALLOW_THREADS
+    zc_archive_leave(self);
+    if (want_bytes) {
+        if (!blob)
+            return zc_raise(st, &err, ARCHIVE(self)->name);
+        PyObject *r = PyBytes_FromStringAndSize(data.ptr, (Py_ssize_t)data.len);
+        zs_blob_free(blob);
+        return r;
+    }
+    if (!it)
+        return zc_raise(st, &err, ARCHIVE(self)->name);
+    return item_new(st, it, &info, ARCHIVE(self)->name);
+}
+
+static PyObject *a_get_metadata(PyObject *self, PyObject *name) { return archive_item(self, name, -1, 1); }
+static PyObject *a_get_metadata_item(PyObject *self, PyObject *name) { return archive_item(self, name, -1, 0); }
+
+static int parse_size(PyObject *const *args, Py_ssize_t nargs, long *size) {
+    *size = 48; /* libzim's default illustration size */
+    if (nargs > 1) {
+        PyErr_SetString(PyExc_TypeError, "expected at most one argument (size)");
+        return -1;
+    }
+    if (nargs == 1 && args[0] != Py_None) {
+        *size = PyLong_AsLong(args[0]);
+        if (*size == -1 && PyErr_Occurred())
+            return -1;
+        if (*size < 0 || *size > (long)UINT_MAX) {
+            PyErr_SetString(PyExc_ValueError, "illustration size out of range");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyObject *a_get_illustration_item(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    long size;
+    if (parse_size(args, nargs, &size) < 0)
+        return NULL;
+    return archive_item(self, NULL, size, 0);
+}
+
+static PyObject *illustration_sizes(PyObject *self, zc_state *st, unsigned *sizes, size_t *n) {
+    zs_archive *h = zc_archive_enter(st, self);
+    if (!h)
+        return NULL;
+    zs_error err;
+    int rc;
+    NOGIL(rc = zs_archive_illustration_sizes(h, sizes, 64, n, &err));
+    zc_archive_leave(self);
+    if (rc < 0)
+        return zc_raise(st, &err, ARCHIVE(self)->name);
+    return Py_None;
+}
+
+static PyObject *a_get_illustration_sizes(PyObject *self, PyObject *noargs) {
+    (void)noargs;
+    zc_state *st = zc_state_of(self);
+    unsigned sizes[64];
+    size_t n = 0;
+    if (!illustration_sizes(self, st, sizes, &n))
+        return NULL;
+    PyObject *set = PySet_New(NULL);
+    for (size_t i = 0; set && i < n; i++) {
+        PyObject *v = PyLong_FromUnsignedLong(sizes[i]);
+        if (!v || PySet_Add(set, v) < 0)
+            Py_CLEAR(set);
+        Py_XDECREF(v);
+    }
+    return set;
+}
+
+static PyObject *a_has_illustration(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    zc_state *st = zc_state_of(self);
+    long size;
+    unsigned sizes[64];
+    size_t n = 0;
+    if (parse_size(args, nargs, &size) < 0 || !illustration_sizes(self, st, sizes, &n))
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        if (sizes[i] == (unsigned)size)
+            Py_RETURN_TRUE;
+    Py_RETURN_FALSE;
+}
+
+static PyObject *a_metadata_keys(PyObject *self, void *c) {
+    (void)c;
+    zc_state *st = zc_state_of(self);
+    zs_archive *h = zc_archive_enter(st, self);
+    if (!h)
+        return NULL;
+    char *buf = NULL;
+    size_t len = 0, count = 0;
+    zs_error err;
+    int rc;
+    NOGIL(rc = zs_archive_metadata_keys(h, &buf, &len, &count, &err));
+    zc_archive_leave(self);
+    if (rc < 0)
+        return zc_raise(st, &err, ARCHIVE(self)->name);
+    PyObject *list = PyList_New((Py_ssize_t)count);
+    const char *p = buf;
+    for (size_t i = 0; list && i < count; i++) {
+        size_t n = strlen(p);
+        PyObject *k = zc_str((zs_str){p, n});
+        if (!k)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, (Py_ssize_t)i, k);
+        p += n + 1;
+    }
+    zs_buffer_free(buf);
+    return list;
+}
+
+static PyObject *a_check(PyObject *self, PyObject *noargs) {
+    (void)noargs;
+    zc_state *st = zc_state_of(self);
+    zs_archive *h = zc_archive_enter(st, self);
+    if (!h)
+        return NULL;
+    zs_error err;
+    int rc;
+    NOGIL(rc = zs_archive_check(h, &err));
+    zc_archive_leave(self);
+    if (rc < 0)
+        return zc_raise(st, &err, ARCHIVE(self)->name);
+    return PyBool_FromLong(rc);
+}
+
+static const char *const check_names[ZS_CHECK_COUNT] = {
+    "checksum", "dirent_ptrs", "dirent_order", "title_index", "cluster_ptrs", "dirent_mimetypes",
+};
+
+static PyObject *a_validate(PyObject *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"checks", NULL};
+    PyObject *checks = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:validate", kwlist, &checks))
+        return NULL;
+    zc_state *st = zc_state_of(self);
+    unsigned mask = (1u << ZS_CHECK_COUNT) - 1;
+    if (checks != Py_None) {
+        if (PyUnicode_Check(checks))
+            return PyErr_Format(PyExc_TypeError, "checks must be an iterable of names, not str");
+        PyObject *it = PyObject_GetIter(checks), *name;
+        if (!it)
+            return NULL;
+        mask = 0;
+        while ((name = PyIter_Next(it))) {
+            int found = -1;
+            for (int i = 0; i < ZS_CHECK_COUNT && found < 0; i++)
+                if (PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, check_names[i]) == 0)
+                    found = i;
+            if (found < 0) {
+                PyErr_Format(PyExc_ValueError, "unknown integrity check %R (known: checksum, "
+                             "dirent_ptrs, dirent_order, title_index, cluster_ptrs, "
+                             "dirent_mimetypes)", name);
+                Py_DECREF(name);
+                Py_DECREF(it);
+                return NULL;
+            }
+            mask |= 1u << found;
+            Py_DECREF(name);
+        }
+        Py_DECREF(it);
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    zs_archive *h = zc_archive_enter(st, self);
+    if (!h)
+        return NULL;
+    zs_error err;
+    unsigned failed = 0;
+    int rc;
+    NOGIL(rc = zs_archive_validate(h, mask, &failed, &err));
+    zc_archive_leave(self);
+    if (rc < 0)
+        return zc_raise(st, &err, ARCHIVE(self)->name);
+    PyObject *out = PyList_New(0);
+    for (int i = 0; out && i < ZS_CHECK_COUNT; i++) {
+        if (!(failed & (1u << i)))
+            continue;
+        PyObject *s = PyUnicode_FromString(check_names[i]);
+        if (!s || PyList_Append(out, s) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(s);
+    }
+    return out;
+}
+
+static PyObject *archive_iter(PyObject *self, zs_order order, PyObject *prefix) {
+    zc_state *st = zc_state_of(self);
+    const char *s = NULL;
+    Py_ssize_t len = 0;
+    if (prefix && !(s = zc_utf8(prefix, &len, "prefix")))
+        return NULL;
+    zs_archive *h = zc_archive_enter(st, self);
+    if (!h)
+        return NULL;
+    zs_error err;
+    uint64_t size = 0;
+    zs_iter *it;
+    NOGIL(it = prefix ? zs_iter_prefix(h, order, s, (size_t)len, &size, &err)
+                      : zs_iter_new(h, order, &size, &err));
+    zc_archive_leave(self);
+    if (!it)
+        return zc_raise(st, &err, ARCHIVE(self)->name);
+    return iter_new(st, it, size, ARCHIVE(self)->name);
+}
+
+static PyObject *a_iter_by_path(PyObject *self, PyObject *n) { (void)n; return archive_iter(self, ZS_BY_PATH, NULL); }
+static PyObject *a_iter_by_title(PyObject *self, PyObject *n) { (void)n; return archive_iter(self, ZS_BY_TITLE, NULL); }
+static PyObject *a_iter_efficient(PyObject *self, PyObject *n) { (void)n; return archive_iter(self, ZS_BY_CLUSTER, NULL); }
+static PyObject *a_find_by_path(PyObject *self, PyObject *p) { return archive_iter(self, ZS_BY_PATH, p); }
+static PyObject *a_find_by_title(PyObject *self, PyObject *p) { return archive_iter(self, ZS_BY_TITLE, p); }
+
+static PyObject *a_close(PyObject *self, PyObject *noargs) {
+    (void)noargs;
+    /* In-flight calls of other threads keep the handle until they finish;
+     * the last one frees it (zc_guard). */
+    if (atomic_load(&ARCHIVE(self)->guard.handle))
+        NOGIL(zc_guard_close(&ARCHIVE(self)->guard, free_archive));
+    else
+        atomic_store(&ARCHIVE(self)->guard.closed, 1);
+    Py_RETURN_NONE;
+}
+
+static PyObject *a_enter(PyObject *self, PyObject *noargs) {
+    (void)noargs;
+    zc_state *st = zc_state_of(self);
+    if (!zc_archive_enter(st, self))
+        return NULL;
+    zc_archive_leave(self);
+    return Py_NewRef(self);
+}
+
+static PyObject *a_exit(PyObject *self, PyObject *args) {
+    (void)args;
+    return a_close(self, NULL);
+}
+
+/* Properties answered from the info read at open; they raise once closed
+ * so that use after close() is uniformly an error. */
+static ArchiveObject *open_or_raise(PyObject *self) {
+    ArchiveObject *a = ARCHIVE(self);
+    if (!atomic_load(&a->guard.handle) || atomic_load(&a->guard.closed)) {
+        zc_raise_closed(zc_state_of(self), "archive", a->name);
+        return NULL;
+    }
+    return a;
+}
+
+#define INFO_INT(fname, field)                                                  \
+    static PyObject *fname(PyObject *self, void *c) {                           \
+        (void)c;                                                                \
+        ArchiveObject *a = open_or_raise(self);                                 \
+        return a ? PyLong_FromUnsignedLongLong((unsigned long long)a->info.field) : NULL; \
+    }
+#define INFO_BOOL(fname, field)                                                 \
+    static PyObject *fname(PyObject *self, void *c) {                           \
+        (void)c;                                                                \
+        ArchiveObject *a = open_or_raise(self);                                 \
+        return a ? PyBool_FromLong(a->info.field) : NULL;                       \
+    }
+INFO_INT(a_filesize, filesize)
+INFO_INT(a_all_entry_count, all_entry_count)
+INFO_INT(a_entry_count, entry_count)
+INFO_INT(a_article_count, article_count)
+INFO_INT(a_media_count, media_count)
+INFO_INT(a_dirent_cache_max_size, dirent_cache_max)
+INFO_BOOL(a_has_main_entry, has_main_entry)
+INFO_BOOL(a_has_fulltext_index, has_fulltext_index)
+INFO_BOOL(a_has_title_index, has_title_index)
+INFO_BOOL(a_has_checksum, has_checksum)
+INFO_BOOL(a_is_multipart, is_multipart)
+INFO_BOOL(a_has_new_namespace_scheme, has_new_namespace_scheme)
+
+static PyObject *a_checksum(PyObject *self, void *c) {
+    (void)c;
+    ArchiveObject *a = open_or_raise(self);
+    return a ? PyUnicode_FromString(a->info.checksum) : NULL;
+}
+
+static PyObject *a_uuid(PyObject *self, void *c) {
+    (void)c;
+    ArchiveObject *a = open_or_raise(self);
+    if (!a)
+        return NULL;
+    zc_state *st = zc_state_of(self);
+    PyObject *bytes = PyBytes_FromStringAndSize((const char *)a->info.uuid, 16);
+    if (!bytes)
+        return NULL;
+    PyObject *kw = Py_BuildValue("{sO}", "bytes", bytes);
+    Py_DECREF(bytes);
+    if (!kw)
+        return NULL;
+    PyObject *empty = PyTuple_New(0);
+    PyObject *r = empty ? PyObject_Call(st->uuid_UUID, empty, kw) : NULL;
+    Py_XDECREF(empty);
+    Py_DECREF(kw);
+    return r;
+}
+
+static PyObject *a_filename(PyObject *self, void *c) {
+    (void)c;
+    ArchiveObject *a = ARCHIVE(self);
+    if (!a->filename)
+        return zc_raise_closed(zc_state_of(self), "archive", NULL);
+    return Py_NewRef(a->filename);
+}
+
+static PyObject *a_closed(PyObject *self, void *c) {
+    (void)c;
+    ArchiveObject *a = ARCHIVE(self);
+    return PyBool_FromLong(!atomic_load(&a->guard.handle) || atomic_load(&a->guard.closed));
+}
+
+static int a_set_dirent_cache_max_size(PyObject *self, PyObject *value, void *c) {
+    (void)c;
+    (void)value;
+    zc_state *st = zc_state_of(self);
+    PyObject *note = PyObject_GetAttrString(PyType_GetModuleByDef(Py_TYPE(self), &zc_module_def),
+                                            "LIBZIM_VERSION_NOTE");
+    if (note) {
+        PyErr_Format(st->NotSupportedError, "%U: %U", ARCHIVE(self)->name, note);
+        Py_DECREF(note);
+    }
+    return -1;
+}
+
+static PyObject *a_dirent_cache_current_size(PyObject *self, void *c) {
+    a_set_dirent_cache_max_size(self, NULL, c);
+    return NULL;
+}
+
+static PyObject *archive_richcompare(PyObject *self, PyObject *other, int op) {
+    zc_state *st = zc_state_of(self);
+    if ((op != Py_EQ && op != Py_NE) || !PyObject_TypeCheck(other, st->Archive))
+        Py_RETURN_NOTIMPLEMENTED;
+    ArchiveObject *a = ARCHIVE(self), *b = ARCHIVE(other);
+    /* The same archive: same identity and the same bytes, wherever it is
+     * stored (a copy, a split set, or embedded in another file). */
+    int eq = a->filename && b->filename && memcmp(a->info.uuid, b->info.uuid, 16) == 0 &&
+             a->info.filesize == b->info.filesize &&
+             a->info.all_entry_count == b->info.all_entry_count &&
+             strcmp(a->info.checksum, b->info.checksum) == 0;
+    return PyBool_FromLong(op == Py_EQ ? eq : !eq);
+}
+
+static Py_hash_t archive_hash(PyObject *self) {
+    ArchiveObject *a = ARCHIVE(self);
+    return _Py_HashBytes(a->info.uuid, 16);
+}
+
+static PyObject *archive_repr(PyObject *self) {
+    ArchiveObject *a = ARCHIVE(self);
+    PyObject *closed = a_closed(self, NULL);
+    PyObject *r = PyUnicode_FromFormat("%s(filename=%S%s)", _PyType_Name(Py_TYPE(self)),
+                                       a->filename ? a->filename : Py_None,
+                                       closed == Py_True ? ", closed" : "");
+    Py_XDECREF(closed);
+    return r;
+}
+
+static PyMethodDef archive_methods[] = {
+    {"close", a_close, METH_NOARGS,
+     "Release the archive. Later calls raise ClosedError; entries, items and content "
+     "views obtained before stay valid."},
+    {"__enter__", a_enter, METH_NOARGS, NULL},
+    {"__exit__", a_exit, METH_VARARGS, NULL},
+    {"has_entry_by_path", a_has_entry_by_path, METH_O, "Whether an entry has this path."},
+    {"get_entry_by_path", a_get_entry_by_path, METH_O,
+     "The Entry at path; EntryNotFoundError (a KeyError) if none."},
+    {"has_entry_by_title", a_has_entry_by_title, METH_O, "Whether an entry has this title."},
+    {"get_entry_by_title", a_get_entry_by_title, METH_O,
+     "The first Entry with this title; EntryNotFoundError (a KeyError) if none."},
+    {"get_random_entry", a_get_random_entry, METH_NOARGS, "A random article entry."},
+    {"_get_entry_by_id", a_get_entry_by_id, METH_O,
+     "The Entry at this index (path order); InvalidIndexError (an IndexError) if out of range."},
+    {"get_metadata", a_get_metadata, METH_O, "A metadata value as bytes."},
+    {"get_metadata_item", a_get_metadata_item, METH_O, "A metadata Item."},
+    {"get_illustration_sizes", a_get_illustration_sizes, METH_NOARGS,
+     "Sizes with an illustration."},
+    {"has_illustration", (PyCFunction)(void (*)(void))a_has_illustration, METH_FASTCALL,
+     "Whether an illustration of this size (default 48) exists."},
+    {"get_illustration_item", (PyCFunction)(void (*)(void))a_get_illustration_item, METH_FASTCALL,
+     "The illustration Item of this size (default 48)."},
+    {"check", a_check, METH_NOARGS, "Whether the archive has a checksum and matches it."},
+    {"validate", (PyCFunction)(void (*)(void))a_validate, METH_VARARGS | METH_KEYWORDS,
+     "Run libzim's integrity checks (all by default); returns the names of those that failed."},
+    {"iter_by_path", a_iter_by_path, METH_NOARGS, "Every entry, in path order."},
+    {"iter_by_title", a_iter_by_title, METH_NOARGS, "Every entry of the title index, in title order."},
+    {"iter_efficient", a_iter_efficient, METH_NOARGS,
+     "Every entry, in cluster order: the fastest way to read all content."},
+    {"find_by_path", a_find_by_path, METH_O, "Entries whose path starts with prefix."},
+    {"find_by_title", a_find_by_title, METH_O, "Entries whose title starts with prefix."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef archive_getset[] = {
+    {"filename", a_filename, NULL, "Path of the archive (pathlib.Path).", NULL},
+    {"closed", a_closed, NULL, "Whether close() was called.", NULL},
+    {"filesize", a_filesize, NULL, "Size of the archive in bytes (all parts).", NULL},
+    {"all_entry_count", a_all_entry_count, NULL, "Number of entries, internal ones included.", NULL},
+    {"entry_count", a_entry_count, NULL, "Number of user entries.", NULL},
+    {"article_count", a_article_count, NULL, "Number of articles.", NULL},
+    {"media_count", a_media_count, NULL, "Number of media entries.", NULL},
+    {"has_main_entry", a_has_main_entry, NULL, "Whether a main entry is set.", NULL},
+    {"main_entry", a_main_entry, NULL, "The main Entry.", NULL},
+    {"uuid", a_uuid, NULL, "Archive UUID (uuid.UUID).", NULL},
+    {"has_new_namespace_scheme", a_has_new_namespace_scheme, NULL, "Whether the archive uses the namespace-less scheme.", NULL},
+    {"is_multipart", a_is_multipart, NULL, "Whether the archive is split in parts.", NULL},
+    {"has_fulltext_index", a_has_fulltext_index, NULL, "Whether a Xapian full-text index is present.", NULL},
+    {"has_title_index", a_has_title_index, NULL, "Whether a title index is present.", NULL},
+    {"has_checksum", a_has_checksum, NULL, "Whether the archive stores a checksum.", NULL},
+    {"checksum", a_checksum, NULL, "The stored checksum (hex), or ''.", NULL},
+    {"metadata_keys", a_metadata_keys, NULL, "Names of the metadata entries.", NULL},
+    {"dirent_cache_max_size", a_dirent_cache_max_size, a_set_dirent_cache_max_size,
+     "Dirent cache size libzim 8.1.1 was given at open (ZIM_DIRENTCACHE, default 512); "
+     "setting it needs libzim >= 9.0 and raises NotSupportedError.", NULL},
+    {"dirent_cache_current_size", a_dirent_cache_current_size, NULL,
+     "Needs libzim >= 9.0: raises NotSupportedError.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMemberDef archive_members[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(ArchiveObject, weakreflist), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot archive_slots[] = {
+    {Py_tp_init, archive_init},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_dealloc, archive_dealloc},
+    {Py_tp_traverse, archive_traverse},
+    {Py_tp_clear, archive_clear},
+    {Py_tp_methods, archive_methods},
+    {Py_tp_getset, archive_getset},
+    {Py_tp_members, archive_members},
+    {Py_tp_richcompare, archive_richcompare},
+    {Py_tp_hash, archive_hash},
+    {Py_tp_repr, archive_repr},
+    {Py_tp_doc, "Archive(filename, *, offset=None, size=None)\n\nA ZIM archive opened for "
+                "reading; safe to share between threads. With offset (and size), the archive "
+                "is read from inside a larger file."},
+    {0, NULL},
+};
+
+static PyType_Spec archive_spec = {
+    .name = "libzim.reader.Archive",
+    .basicsize = sizeof(ArchiveObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
+    .slots = archive_slots,
+};
+
+/* ==== setup ====================================================================== */
+
+static int add_type(PyObject *m, PyTypeObject **slot, PyType_Spec *spec, int public) {
+    *slot = (PyTypeObject *)PyType_FromModuleAndSpec(m, spec, NULL);
+    if (!*slot)
+        return -1;
+    if (!public)
+        return 0;
+    const char *dot = strrchr(spec->name, '.');
+    return PyModule_AddObjectRef(m, dot + 1, (PyObject *)*slot);
+}
+
+int zc_archive_init_types(PyObject *m, zc_state *st) {
+    if (add_type(m, &st->Blob, &blob_spec, 0) < 0 || add_type(m, &st->Item, &item_spec, 1) < 0 ||
+        add_type(m, &st->Entry, &entry_spec, 1) < 0 ||
+        add_type(m, &st->EntryIterator, &iter_spec, 1) < 0 ||
+        add_type(m, &st->Archive, &archive_spec, 1) < 0)
+        return -1;
+    PyObject *names = PyTuple_New(ZS_CHECK_COUNT);
+    for (int i = 0; names && i < ZS_CHECK_COUNT; i++) {
+        PyObject *s = PyUnicode_FromString(check_names[i]);
+        if (!s) {
+            Py_CLEAR(names);
+            break;
+        }
+        PyTuple_SET_ITEM(names, i, s);
+    }
+    if (!names)
+        return -1;
+    int rc = PyModule_AddObjectRef(m, "INTEGRITY_CHECKS", names);
+    Py_DECREF(names);
+    return rc;
+}

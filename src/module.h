@@ -1,0 +1,124 @@
+/* Shared declarations of the libzim._libzim extension. */
+#ifndef LIBZIM_C_MODULE_H
+#define LIBZIM_C_MODULE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <pythread.h>
+#include <stdatomic.h>
+
+#include "zimshim.h"
+
+typedef struct {
+    /* reader */
+    PyTypeObject *Archive, *Entry, *Item, *Blob, *EntryIterator;
+    /* search */
+    PyTypeObject *Query, *Searcher, *Search, *ResultSet, *Result;
+    /* suggestion */
+    PyTypeObject *SuggestionSearcher, *SuggestionSearch, *SuggestionResultSet,
+        *SuggestionResult;
+    /* exception tree, built once at module init */
+    PyObject *ZimError, *ArchiveError, *EntryNotFoundError, *InvalidIndexError,
+        *ClosedError, *SearchError, *NotSupportedError;
+    /* imported lazily, kept for the module's lifetime */
+    PyObject *uuid_UUID, *pathlib_Path;
+} zc_state;
+
+extern PyModuleDef zc_module_def;
+
+/* Module state from any of our instances, subclasses included. */
+static inline zc_state *zc_state_of(PyObject *self) {
+    PyObject *m = PyType_GetModuleByDef(Py_TYPE(self), &zc_module_def);
+    return m ? (zc_state *)PyModule_GetState(m) : NULL;
+}
+static inline zc_state *zc_state_of_type(PyTypeObject *tp) {
+    PyObject *m = PyType_GetModuleByDef(tp, &zc_module_def);
+    return m ? (zc_state *)PyModule_GetState(m) : NULL;
+}
+
+/* Raise the Python exception for a shim error; `what` (usually the archive's
+ * file name) starts the one-line message.  Always returns NULL. */
+PyObject *zc_raise(zc_state *st, const zs_error *err, PyObject *what);
+/* Closed-object error naming the file. */
+PyObject *zc_raise_closed(zc_state *st, const char *kind, PyObject *what);
+
+/* UTF-8 of a str argument, refusing embedded NULs where libzim would cut. */
+const char *zc_utf8(PyObject *s, Py_ssize_t *len, const char *argname);
+
+/* A str from archive bytes; invalid UTF-8 is replaced, never an error,
+ * because corrupt archives must still be walkable. */
+static inline PyObject *zc_str(zs_str s) {
+    return PyUnicode_DecodeUTF8(s.ptr ? s.ptr : "", (Py_ssize_t)s.len, "replace");
+}
+
+/*
+ * Keeps a native handle alive while calls that released the GIL use it, so
+ * that close() from another thread never frees it under them: close() marks
+ * the guard closed and the last user out frees the handle.  Atomics, not
+ * the GIL, make this correct, so it also holds without a GIL.
+ */
+typedef struct {
+    _Atomic(void *) handle;
+    atomic_long users;
+    atomic_int closed;
+} zc_guard;
+
+static inline void *zc_guard_enter(zc_guard *g) {
+    atomic_fetch_add(&g->users, 1);
+    if (atomic_load(&g->closed)) {
+        atomic_fetch_sub(&g->users, 1);
+        return NULL;
+    }
+    void *h = atomic_load(&g->handle);
+    if (!h)
+        atomic_fetch_sub(&g->users, 1);
+    return h;
+}
+
+static inline void zc_guard_leave(zc_guard *g, void (*free_fn)(void *)) {
+    if (atomic_fetch_sub(&g->users, 1) == 1 && atomic_load(&g->closed)) {
+        void *h = atomic_exchange(&g->handle, NULL);
+        if (h)
+            free_fn(h);
+    }
+}
+
+static inline void zc_guard_close(zc_guard *g, void (*free_fn)(void *)) {
+    atomic_store(&g->closed, 1);
+    if (atomic_load(&g->users) == 0) {
+        void *h = atomic_exchange(&g->handle, NULL);
+        if (h)
+            free_fn(h);
+    }
+}
+
+/*
+ * Per-object lock for state libzim does not let two threads touch at once
+ * (an iterator's position).  As in CPython's _bz2module.c: try without
+ * blocking, else wait with the GIL released so the holder can finish.
+ */
+#define ZC_LOCK(lock)                                   \
+    do {                                                \
+        if (!PyThread_acquire_lock((lock), 0)) {        \
+            Py_BEGIN_ALLOW_THREADS                      \
+            PyThread_acquire_lock((lock), 1);           \
+            Py_END_ALLOW_THREADS                        \
+        }                                               \
+    } while (0)
+#define ZC_UNLOCK(lock) PyThread_release_lock(lock)
+
+/* Type-family setup, called from module exec. */
+int zc_archive_init_types(PyObject *m, zc_state *st);
+int zc_search_init_types(PyObject *m, zc_state *st);
+int zc_suggestion_init_types(PyObject *m, zc_state *st);
+
+/* Helpers other families use. */
+typedef struct ArchiveObject ArchiveObject;
+zs_archive *zc_archive_enter(zc_state *st, PyObject *archive);
+void zc_archive_leave(PyObject *archive);
+PyObject *zc_archive_name(PyObject *archive);
+PyObject *zc_entry_new(zc_state *st, zs_entry *h, const zs_entry_info *info,
+                       PyObject *fname);
+PyObject *zc_entry_by_path(zc_state *st, PyObject *archive, zs_str path);
+
+#endif

@@ -1,0 +1,231 @@
+/*
+ * zimshim: a plain C API over libzim (C++).
+ *
+ * This header is the only boundary between the CPython extension (C) and
+ * libzim (C++).  It never includes Python.h and the C side never sees a C++
+ * type.  Every function catches every C++ exception and reports it as a
+ * zs_error (a kind and a one-line message), so no exception can unwind
+ * through C frames.
+ *
+ * Threading contract: functions that do libzim work are called by the
+ * extension with the GIL released.  All handles are safe to use from several
+ * threads at once except where noted: libzim's Archive, Entry, Item and Blob
+ * are immutable after construction; searchers are pools (see below).
+ *
+ * Strings handed out (char pointer + length) are UTF-8 as stored in the
+ * archive, are not NUL-terminated unless said, and live as long as the
+ * handle or page that holds them.
+ */
+#ifndef LIBZIM_C_ZIMSHIM_H
+#define LIBZIM_C_ZIMSHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    ZS_OK = 0,
+    ZS_ERR_NOT_FOUND,   /* no such path, title, metadata or illustration */
+    ZS_ERR_INDEX,       /* entry id out of range */
+    ZS_ERR_FORMAT,      /* the archive is invalid or corrupt */
+    ZS_ERR_IO,          /* the OS refused (missing file, permissions, ...) */
+    ZS_ERR_NO_INDEX,    /* no full-text or title index to search */
+    ZS_ERR_QUERY,       /* Xapian rejected the query */
+    ZS_ERR_ARG,         /* an argument libzim cannot take */
+    ZS_ERR_MEMORY,      /* std::bad_alloc */
+    ZS_ERR_INTERNAL     /* anything else libzim threw */
+} zs_kind;
+
+#define ZS_MSG_MAX 480
+
+typedef struct {
+    zs_kind kind;
+    int os_errno;             /* for ZS_ERR_IO, when known; else 0 */
+    char msg[ZS_MSG_MAX];     /* one line, NUL-terminated */
+} zs_error;
+
+typedef struct zs_archive zs_archive;
+typedef struct zs_entry zs_entry;
+typedef struct zs_item zs_item;
+typedef struct zs_blob zs_blob;
+typedef struct zs_iter zs_iter;
+typedef struct zs_searcher zs_searcher;
+
+/* A borrowed view of bytes owned by a handle. */
+typedef struct {
+    const char *ptr;
+    size_t len;
+} zs_str;
+
+/* Facts about an archive read once at open; they never change afterwards, so
+ * the extension answers property reads from this struct without a shim
+ * call. */
+typedef struct {
+    uint64_t filesize;
+    uint32_t all_entry_count, entry_count, article_count, media_count;
+    unsigned char uuid[16];
+    char checksum[33];        /* hex, NUL-terminated; "" when none */
+    int has_checksum, has_main_entry, has_fulltext_index, has_title_index;
+    int is_multipart, has_new_namespace_scheme;
+    uint32_t dirent_cache_max;  /* per-archive dirent cache size set at open */
+    zs_str filename;            /* as libzim resolved it */
+} zs_archive_info;
+
+/* Facts about an entry, gathered when the entry is looked up. */
+typedef struct {
+    zs_str title, path;
+    uint32_t index;
+    int is_redirect;
+} zs_entry_info;
+
+/* Facts about an item that cost no cluster read. */
+typedef struct {
+    zs_str title, path, mimetype;
+    uint32_t index;
+} zs_item_info;
+
+/* ---- archive ------------------------------------------------------------ */
+
+/* Open by path (multi-part archives by the name without the "aa" suffix), or,
+ * when has_range is set, the ZIM stored at [offset, offset+size) in path. */
+zs_archive *zs_archive_open(const char *path, int has_range, uint64_t offset,
+                            uint64_t size, zs_archive_info *info, zs_error *err);
+void zs_archive_free(zs_archive *a);
+
+typedef enum { ZS_BY_PATH = 0, ZS_BY_TITLE = 1, ZS_BY_CLUSTER = 2 } zs_order;
+
+/* Lookups return a new entry handle or NULL with err set. */
+zs_entry *zs_archive_entry_by_path(zs_archive *a, const char *path, size_t len,
+                                   zs_entry_info *info, zs_error *err);
+zs_entry *zs_archive_entry_by_title(zs_archive *a, const char *title, size_t len,
+                                    zs_entry_info *info, zs_error *err);
+zs_entry *zs_archive_entry_by_index(zs_archive *a, zs_order order, uint64_t idx,
+                                    zs_entry_info *info, zs_error *err);
+zs_entry *zs_archive_main_entry(zs_archive *a, zs_entry_info *info, zs_error *err);
+zs_entry *zs_archive_random_entry(zs_archive *a, zs_entry_info *info, zs_error *err);
+
+/* Metadata: the keys as one buffer of NUL-separated names (freed with
+ * zs_buffer_free), and a metadata item. */
+int zs_archive_metadata_keys(zs_archive *a, char **buf, size_t *len, size_t *count,
+                             zs_error *err);
+zs_item *zs_archive_metadata_item(zs_archive *a, const char *name, size_t len,
+                                  zs_item_info *info, zs_error *err);
+/* Illustration sizes (at most cap of them are written). */
+int zs_archive_illustration_sizes(zs_archive *a, unsigned *sizes, size_t cap,
+                                  size_t *count, zs_error *err);
+zs_item *zs_archive_illustration_item(zs_archive *a, unsigned size, zs_item_info *info,
+                                      zs_error *err);
+void zs_buffer_free(char *buf);
+
+/* check(): 1 valid, 0 invalid, -1 error. */
+int zs_archive_check(zs_archive *a, zs_error *err);
+
+/* libzim's integrity checks, in libzim's IntegrityCheck order. */
+enum {
+    ZS_CHECK_CHECKSUM, ZS_CHECK_DIRENT_PTRS, ZS_CHECK_DIRENT_ORDER,
+    ZS_CHECK_TITLE_INDEX, ZS_CHECK_CLUSTER_PTRS, ZS_CHECK_DIRENT_MIMETYPES,
+    ZS_CHECK_COUNT
+};
+/* Runs the checks whose bit is set in mask; sets the bit of each failed one
+ * in *failed.  Returns 0, or -1 with err set when a check could not run. */
+int zs_archive_validate(zs_archive *a, unsigned mask, unsigned *failed, zs_error *err);
+
+/* ---- entry / item / blob ------------------------------------------------- */
+
+void zs_entry_free(zs_entry *e);
+zs_entry *zs_entry_redirect(zs_entry *e, zs_entry_info *info, zs_error *err);
+/* The item behind the entry, following redirects (as python-libzim does). */
+zs_item *zs_entry_item(zs_entry *e, zs_item_info *info, zs_error *err);
+
+void zs_item_free(zs_item *it);
+/* Reads the cluster header (may decompress): call without the GIL. */
+int zs_item_size(zs_item *it, uint64_t *size, zs_error *err);
+/* Decompresses the cluster if needed; the blob keeps the bytes alive on its
+ * own, independent of the archive's lifetime. */
+zs_blob *zs_item_data(zs_item *it, zs_str *data, zs_error *err);
+void zs_blob_free(zs_blob *b);
+
+/* ---- iteration ------------------------------------------------------------ */
+
+/* Ranges over the whole archive in an order, or over the entries whose path
+ * or title starts with prefix.  One iterator must not be advanced by two
+ * threads at once; the extension serialises that. */
+zs_iter *zs_iter_new(zs_archive *a, zs_order order, uint64_t *size, zs_error *err);
+zs_iter *zs_iter_prefix(zs_archive *a, zs_order order, const char *prefix, size_t len,
+                        uint64_t *size, zs_error *err);
+/* Fills up to cap entries; *n == 0 at the end. */
+int zs_iter_next(zs_iter *it, zs_entry **out, zs_entry_info *infos, size_t cap, size_t *n,
+                 zs_error *err);
+void zs_iter_free(zs_iter *it);
+
+/* ---- full-text search and suggestions ------------------------------------ */
+
+/*
+ * A zs_searcher is a pool of libzim searchers over the same archives.
+ * libzim 8.1.1's Searcher (and the Search objects it makes, which share its
+ * Xapian database) crash when two threads use them at once, so each call
+ * leases one native searcher for its whole duration; threads that find every
+ * native searcher busy get a new one, up to a cap, then wait (without the
+ * GIL, since callers release it).  Thread-safe.
+ */
+typedef enum { ZS_FULLTEXT = 0, ZS_SUGGEST = 1 } zs_search_kind;
+
+zs_searcher *zs_searcher_new(zs_search_kind kind, zs_archive *const *archives, size_t n,
+                             zs_error *err);
+/* Only for full-text searchers. */
+int zs_searcher_add_archive(zs_searcher *s, zs_archive *a, zs_error *err);
+/* Opens the database of one pooled searcher: fails with ZS_ERR_NO_INDEX when
+ * no archive can be searched. */
+int zs_searcher_prepare(zs_searcher *s, zs_error *err);
+void zs_searcher_free(zs_searcher *s);
+size_t zs_searcher_pool_size(zs_searcher *s);
+
+typedef struct {
+    const char *text;
+    size_t len;
+    int geo;
+    float latitude, longitude, distance;
+    /* Identifies the Python Search object, so a pooled searcher that served
+     * it last can reuse its parsed query. 0 disables reuse. */
+    uint64_t search_id;
+} zs_query;
+
+typedef struct {
+    zs_str path, title, snippet;
+    int score, word_count;
+    int archive;   /* position in the searcher's archive list; -1 unknown */
+} zs_result;
+
+typedef struct {
+    zs_result *results;
+    size_t n;
+    void *priv;
+} zs_page;
+
+enum { ZS_WANT_TITLE = 1, ZS_WANT_SNIPPET = 2 };
+
+/* Runs the query and gathers a whole page (paths always; titles, scores and
+ * snippets as flags ask) in one call. */
+zs_page *zs_search_page(zs_searcher *s, const zs_query *q, int start, int count,
+                        unsigned flags, zs_error *err);
+int zs_search_estimate(zs_searcher *s, const zs_query *q, int64_t *out, zs_error *err);
+void zs_page_free(zs_page *p);
+
+/* ---- library ---------------------------------------------------------------- */
+
+/* "name=version" pairs, NUL-separated in one buffer (zs_buffer_free). */
+int zs_versions(char **buf, size_t *len, size_t *count, zs_error *err);
+
+/* Testing hook: when set to N > 0, the N-th following shim call that checks
+ * it fails with ZS_ERR_INTERNAL, so error paths in the extension can be
+ * exercised (APSW-style fault injection).  Returns the previous value. */
+long zs_fault_inject(long nth);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
