@@ -1,1 +1,9 @@
-"""Title suggestions (filled in by the suggestion family)."""
+"""Title suggestions (python-libzim's libzim.suggestion)."""
+from libzim._libzim import (
+    SuggestionResult,
+    SuggestionResultSet,
+    SuggestionSearch,
+    SuggestionSearcher,
+)
+
+__all__ = ["SuggestionResult", "SuggestionResultSet", "SuggestionSearch", "SuggestionSearcher"]

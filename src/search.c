@@ -1,2 +1,833 @@
+/* Full-text search: Query, Searcher, Search, SearchResultSet, SearchResult.
+ *
+ * The searcher is a pool of native searchers (zimshim.h), so one Python
+ * Searcher shared by every thread of a pool runs as many searches at once as
+ * there are threads, and never lets two threads into one libzim Searcher
+ * (libzim 8.1.1 crashes then).  A Search holds only its query; each call
+ * leases a native searcher, runs, gathers a whole page of paths, titles,
+ * scores and snippets in one GIL-free call, and builds the Python objects
+ * afterwards. */
 #include "search.h"
-int zc_search_init_types(PyObject *m, zc_state *st) { (void)m; (void)st; return 0; }
+
+#include <limits.h>
+#include <math.h>
+
+#define NOGIL(stmt)                \
+    do {                           \
+        Py_BEGIN_ALLOW_THREADS     \
+        stmt;                      \
+        Py_END_ALLOW_THREADS       \
+    } while (0)
+
+/* Identifies Search objects to the pool's per-searcher query cache. */
+static atomic_ullong next_search_id = 1;
+
+/* Xapian parses every term of a query; a multi-megabyte query is a mistake
+ * or an attack, and it would hold a pooled searcher for seconds. */
+#define MAX_QUERY_BYTES (64 * 1024)
+
+/* ==== Query ================================================================= */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *text;  /* str */
+    int geo;
+    float latitude, longitude, distance;
+} QueryObject;
+
+static int query_init(PyObject *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"query", NULL};
+    QueryObject *q = (QueryObject *)self;
+    PyObject *text = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|U:Query", kwlist, &text))
+        return -1;
+    Py_XSETREF(q->text, text ? Py_NewRef(text) : PyUnicode_FromString(""));
+    return q->text ? 0 : -1;
+}
+
+static PyObject *query_set_query(PyObject *self, PyObject *text) {
+    if (!PyUnicode_Check(text))
+        return PyErr_Format(PyExc_TypeError, "query must be str, not %.100s",
+                            Py_TYPE(text)->tp_name);
+    Py_XSETREF(((QueryObject *)self)->text, Py_NewRef(text));
+    return Py_NewRef(self);
+}
+
+static PyObject *query_set_georange(PyObject *self, PyObject *args) {
+    QueryObject *q = (QueryObject *)self;
+    double lat, lon, dist;
+    if (!PyArg_ParseTuple(args, "ddd:set_georange", &lat, &lon, &dist))
+        return NULL;
+    if (!isfinite(lat) || !isfinite(lon) || !isfinite(dist) || lat < -90 || lat > 90 ||
+        lon < -180 || lon > 180 || dist < 0)
+        return PyErr_Format(PyExc_ValueError,
+                            "georange needs -90 <= latitude <= 90, -180 <= longitude <= 180 "
+                            "and a finite distance >= 0");
+    q->geo = 1;
+    q->latitude = (float)lat;
+    q->longitude = (float)lon;
+    q->distance = (float)dist;
+    return Py_NewRef(self);
+}
+
+static PyObject *query_get_text(PyObject *self, void *c) {
+    (void)c;
+    PyObject *t = ((QueryObject *)self)->text;
+    return t ? Py_NewRef(t) : PyUnicode_FromString("");
+}
+
+static int query_traverse(PyObject *self, visitproc visit, void *arg) {
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(((QueryObject *)self)->text);
+    return 0;
+}
+
+static int query_clear(PyObject *self) {
+    Py_CLEAR(((QueryObject *)self)->text);
+    return 0;
+}
+
+static void plain_dealloc(PyObject *self) {
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    tp->tp_clear(self);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyObject *query_repr(PyObject *self) {
+    QueryObject *q = (QueryObject *)self;
+    return PyUnicode_FromFormat("Query(%R)", q->text ? q->text : Py_None);
+}
+
+static PyMethodDef query_methods[] = {
+    {"set_query", query_set_query, METH_O, "Set the query text; returns self."},
+    {"setQuery", query_set_query, METH_O, "3.x alias of set_query."},
+    {"set_georange", query_set_georange, METH_VARARGS,
+     "Restrict to a distance (metres) around latitude, longitude; returns self."},
+    {"setGeorange", query_set_georange, METH_VARARGS, "3.x alias of set_georange."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef query_getset[] = {
+    {"query", query_get_text, NULL, "The query text.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot query_slots[] = {
+    {Py_tp_init, query_init},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_dealloc, plain_dealloc},
+    {Py_tp_traverse, query_traverse},
+    {Py_tp_clear, query_clear},
+    {Py_tp_methods, query_methods},
+    {Py_tp_getset, query_getset},
+    {Py_tp_repr, query_repr},
+    {Py_tp_doc, "Query(query='')\n\nA full-text query, independent of any archive."},
+    {0, NULL},
+};
+
+static PyType_Spec query_spec = {
+    .name = "libzim.search.Query",
+    .basicsize = sizeof(QueryObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
+    .slots = query_slots,
+};
+
+/* ==== results ================================================================ */
+
+static int result_traverse(PyObject *self, visitproc visit, void *arg) {
+    ResultObject *r = (ResultObject *)self;
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(r->path);
+    Py_VISIT(r->title);
+    Py_VISIT(r->snippet);
+    Py_VISIT(r->archive);
+    return 0;
+}
+
+static int result_clear(PyObject *self) {
+    ResultObject *r = (ResultObject *)self;
+    Py_CLEAR(r->path);
+    Py_CLEAR(r->title);
+    Py_CLEAR(r->snippet);
+    Py_CLEAR(r->archive);
+    return 0;
+}
+
+static PyObject *result_get_entry(PyObject *self, PyObject *noargs) {
+    (void)noargs;
+    ResultObject *r = (ResultObject *)self;
+    zc_state *st = zc_state_of(self);
+    if (!r->archive || r->archive == Py_None)
+        return PyErr_Format(st->ZimError, "result %R has no known archive", r->path);
+    return PyObject_CallMethod(r->archive, "get_entry_by_path", "O", r->path);
+}
+
+static PyObject *result_repr(PyObject *self) {
+    ResultObject *r = (ResultObject *)self;
+    if (Py_TYPE(self) == zc_state_of(self)->Result)
+        return PyUnicode_FromFormat("%s(path=%R, title=%R, score=%d)", _PyType_Name(Py_TYPE(self)),
+                                    r->path, r->title, r->score);
+    return PyUnicode_FromFormat("%s(path=%R, title=%R)", _PyType_Name(Py_TYPE(self)), r->path,
+                                r->title);
+}
+
+static PyObject *result_richcompare(PyObject *self, PyObject *other, int op) {
+    if (Py_TYPE(other) != Py_TYPE(self) || (op != Py_EQ && op != Py_NE))
+        Py_RETURN_NOTIMPLEMENTED;
+    ResultObject *a = (ResultObject *)self, *b = (ResultObject *)other;
+    int eq = a->score == b->score && a->word_count == b->word_count && a->archive == b->archive;
+    PyObject *pairs[3][2] = {{a->path, b->path}, {a->title, b->title}, {a->snippet, b->snippet}};
+    for (int i = 0; eq && i < 3; i++) {
+        int r = PyObject_RichCompareBool(pairs[i][0], pairs[i][1], Py_EQ);
+        if (r < 0)
+            return NULL;
+        eq = r;
+    }
+    return PyBool_FromLong(op == Py_EQ ? eq : !eq);
+}
+
+static PyMemberDef result_members[] = {
+    {"path", T_OBJECT, offsetof(ResultObject, path), READONLY, "Entry path."},
+    {"title", T_OBJECT, offsetof(ResultObject, title), READONLY, "Entry title."},
+    {"snippet", T_OBJECT, offsetof(ResultObject, snippet), READONLY,
+     "Highlighted extract; '' when snippets were not asked for."},
+    {"score", T_INT, offsetof(ResultObject, score), READONLY, "Relevance, in percent."},
+    {"word_count", T_INT, offsetof(ResultObject, word_count), READONLY,
+     "Words in the article, as indexed."},
+    {"archive", T_OBJECT, offsetof(ResultObject, archive), READONLY,
+     "The Archive the result comes from."},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyMethodDef result_methods[] = {
+    {"get_entry", result_get_entry, METH_NOARGS, "The Entry of this result."},
+    {NULL, NULL, 0, NULL},
+};
+
+/* Result sets are immutable tuples underneath: any thread may read them. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *items;  /* tuple */
+} ResultSetObject;
+
+static int set_traverse(PyObject *self, visitproc visit, void *arg) {
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(((ResultSetObject *)self)->items);
+    return 0;
+}
+
+static int set_clear(PyObject *self) {
+    Py_CLEAR(((ResultSetObject *)self)->items);
+    return 0;
+}
+
+static Py_ssize_t set_len(PyObject *self) { return PyTuple_GET_SIZE(((ResultSetObject *)self)->items); }
+
+static PyObject *set_iter(PyObject *self) { return PyObject_GetIter(((ResultSetObject *)self)->items); }
+
+static PyObject *set_subscript(PyObject *self, PyObject *key) {
+    PyObject *r = PyObject_GetItem(((ResultSetObject *)self)->items, key);
+    if (r && PySlice_Check(key)) {
+        Py_SETREF(r, PySequence_List(r));
+    }
+    return r;
+}
+
+static PyObject *set_repr(PyObject *self) {
+    return PyUnicode_FromFormat("%s(%R)", _PyType_Name(Py_TYPE(self)),
+                                ((ResultSetObject *)self)->items);
+}
+
+/* ==== Searcher ================================================================ */
+
+static void free_searcher(SearcherObject *s) {
+    if (s->h) {
+        zs_searcher *h = s->h;
+        s->h = NULL;
+        NOGIL(zs_searcher_free(h));
+    }
+}
+
+/* archives: an Archive or an iterable of them.  Returns a new list. */
+static PyObject *archive_list(zc_state *st, PyObject *archives) {
+    if (PyObject_TypeCheck(archives, st->Archive))
+        return Py_BuildValue("[O]", archives);
+    PyObject *list = PySequence_List(archives);
+    if (!list) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "expected an Archive or an iterable of Archives, not %.100s",
+                         Py_TYPE(archives)->tp_name);
+        }
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
+        PyObject *a = PyList_GET_ITEM(list, i);
+        if (!PyObject_TypeCheck(a, st->Archive)) {
+            PyErr_Format(PyExc_TypeError, "expected Archive, not %.100s", Py_TYPE(a)->tp_name);
+            Py_DECREF(list);
+            return NULL;
+        }
+    }
+    return list;
+}
+
+/* Takes a use of every archive of list; on failure none is held. */
+static zs_archive **enter_all(zc_state *st, PyObject *list) {
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    zs_archive **hs = PyMem_Calloc((size_t)(n ? n : 1), sizeof *hs);
+    if (!hs)
+        return (zs_archive **)PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!(hs[i] = zc_archive_enter(st, PyList_GET_ITEM(list, i)))) {
+            while (i-- > 0)
+                zc_archive_leave(PyList_GET_ITEM(list, i));
+            PyMem_Free(hs);
+            return NULL;
+        }
+    }
+    return hs;
+}
+
+static void leave_all(PyObject *list, zs_archive **hs) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++)
+        zc_archive_leave(PyList_GET_ITEM(list, i));
+    PyMem_Free(hs);
+}
+
+static int count_indexed(PyObject *list) {
+    int n = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
+        PyObject *v = PyObject_GetAttrString(PyList_GET_ITEM(list, i), "has_fulltext_index");
+        if (!v)
+            return -1;
+        n += v == Py_True;
+        Py_DECREF(v);
+    }
+    return n;
+}
+
+/* Names of the archives, for messages about all of them. */
+static PyObject *names_of(PyObject *list) {
+    PyObject *names = PyList_New(0), *sep = NULL, *r = NULL;
+    for (Py_ssize_t i = 0; names && i < PyList_GET_SIZE(list); i++)
+        if (PyList_Append(names, zc_archive_name(PyList_GET_ITEM(list, i))) < 0)
+            Py_CLEAR(names);
+    if (names && (sep = PyUnicode_FromString(", ")))
+        r = PyUnicode_Join(sep, names);
+    Py_XDECREF(sep);
+    Py_XDECREF(names);
+    return r;
+}
+
+SearcherObject *zc_searcher_init(PyObject *self, zs_search_kind kind, PyObject *archives) {
+    SearcherObject *s = (SearcherObject *)self;
+    zc_state *st = zc_state_of(self);
+    if (s->h) {
+        PyErr_SetString(PyExc_RuntimeError, "searcher already initialised");
+        return NULL;
+    }
+    PyObject *list = archive_list(st, archives);
+    if (!list)
+        return NULL;
+    if (kind == ZS_SUGGEST && PyList_GET_SIZE(list) != 1) {
+        Py_DECREF(list);
+        PyErr_SetString(PyExc_TypeError, "SuggestionSearcher takes one Archive");
+        return NULL;
+    }
+    int indexed = count_indexed(list);
+    zs_archive **hs = indexed < 0 ? NULL : enter_all(st, list);
+    if (!hs) {
+        Py_DECREF(list);
+        return NULL;
+    }
+    zs_error err;
+    zs_searcher *h;
+    int rc = 0;
+    Py_BEGIN_ALLOW_THREADS
+    h = zs_searcher_new(kind, hs, (size_t)PyList_GET_SIZE(list), &err);
+    /* Open one database now: errors in the index surface here, and the first
+     * search costs what the others do. */
+    if (h && (kind == ZS_SUGGEST || indexed > 0))
+        rc = zs_searcher_prepare(h, &err);
+    Py_END_ALLOW_THREADS
+    leave_all(list, hs);
+    if (!h || rc < 0) {
+        if (h)
+            NOGIL(zs_searcher_free(h));
+        PyObject *names = names_of(list);
+        Py_DECREF(list);
+        if (names) {
+            zc_raise(st, &err, names);
+            Py_DECREF(names);
+        }
+        return NULL;
+    }
+    s->h = h;
+    s->indexed = indexed;
+    Py_XSETREF(s->archives, list);
+    return s;
+}
+
+static int searcher_init(PyObject *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"archives", NULL};
+    PyObject *archives;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:Searcher", kwlist, &archives))
+        return -1;
+    return zc_searcher_init(self, ZS_FULLTEXT, archives) ? 0 : -1;
+}
+
+int zc_searcher_traverse(PyObject *self, visitproc visit, void *arg) {
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(((SearcherObject *)self)->archives);
+    return 0;
+}
+
+int zc_searcher_clear(PyObject *self) {
+    Py_CLEAR(((SearcherObject *)self)->archives);
+    return 0;
+}
+
+void zc_searcher_dealloc(PyObject *self) {
+    SearcherObject *s = (SearcherObject *)self;
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    if (s->weakreflist)
+        PyObject_ClearWeakRefs(self);
+    free_searcher(s);
+    zc_searcher_clear(self);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static SearcherObject *ready(PyObject *self) {
+    SearcherObject *s = (SearcherObject *)self;
+    if (!s->h) {
+        zc_raise_closed(zc_state_of(self), "searcher", NULL);
+        return NULL;
+    }
+    return s;
+}
+
+static PyObject *searcher_add_archive(PyObject *self, PyObject *archive) {
+    SearcherObject *s = ready(self);
+    if (!s)
+        return NULL;
+    zc_state *st = zc_state_of(self);
+    zs_archive *a = zc_archive_enter(st, archive);
+    if (!a)
+        return NULL;
+    PyObject *has = PyObject_GetAttrString(archive, "has_fulltext_index");
+    zs_error err;
+    int rc = -1;
+    if (has)
+        NOGIL(rc = zs_searcher_add_archive(s->h, a, &err));
+    zc_archive_leave(archive);
+    if (!has)
+        return NULL;
+    if (rc < 0) {
+        Py_DECREF(has);
+        return zc_raise(st, &err, zc_archive_name(archive));
+    }
+    s->indexed += has == Py_True;
+    Py_DECREF(has);
+    if (PyList_Append(s->archives, archive) < 0)
+        return NULL;
+    return Py_NewRef(self);
+}
+
+SearchObject *zc_search_new(PyTypeObject *tp, SearcherObject *searcher, PyObject *text,
+                            const zs_query *geo) {
+    Py_ssize_t len;
+    if (!zc_utf8(text, &len, "query"))
+        return NULL;
+    if (len > MAX_QUERY_BYTES) {
+        PyErr_Format(PyExc_ValueError, "query is %zd bytes; at most %d are accepted", len,
+                     MAX_QUERY_BYTES);
+        return NULL;
+    }
+    PyObject *bytes = PyUnicode_AsUTF8String(text);
+    if (!bytes)
+        return NULL;
+    SearchObject *s = PyObject_GC_New(SearchObject, tp);
+    if (!s) {
+        Py_DECREF(bytes);
+        return NULL;
+    }
+    s->searcher = (SearcherObject *)Py_NewRef(searcher);
+    s->text = bytes;
+    memset(&s->q, 0, sizeof s->q);
+    if (geo)
+        s->q = *geo;
+    s->q.text = PyBytes_AS_STRING(bytes);
+    s->q.len = (size_t)PyBytes_GET_SIZE(bytes);
+    s->q.search_id = atomic_fetch_add(&next_search_id, 1);
+    PyObject_GC_Track(s);
+    return s;
+}
+
+static PyObject *searcher_search(PyObject *self, PyObject *query) {
+    SearcherObject *s = ready(self);
+    if (!s)
+        return NULL;
+    zc_state *st = zc_state_of(self);
+    if (s->indexed == 0) {
+        PyObject *names = names_of(s->archives);
+        if (names) {
+            PyErr_Format(st->SearchError, "%U: no full-text index to search", names);
+            Py_DECREF(names);
+        }
+        return NULL;
+    }
+    if (PyUnicode_Check(query))
+        return (PyObject *)zc_search_new(st->Search, s, query, NULL);
+    if (!PyObject_TypeCheck(query, st->Query))
+        return PyErr_Format(PyExc_TypeError, "query must be Query or str, not %.100s",
+                            Py_TYPE(query)->tp_name);
+    QueryObject *q = (QueryObject *)query;
+    zs_query geo = {0};
+    geo.geo = q->geo;
+    geo.latitude = q->latitude;
+    geo.longitude = q->longitude;
+    geo.distance = q->distance;
+    PyObject *text = q->text ? q->text : Py_None;
+    if (text == Py_None) {
+        PyObject *empty = PyUnicode_FromString("");
+        if (!empty)
+            return NULL;
+        PyObject *r = (PyObject *)zc_search_new(st->Search, s, empty, &geo);
+        Py_DECREF(empty);
+        return r;
+    }
+    return (PyObject *)zc_search_new(st->Search, s, text, &geo);
+}
+
+static PyObject *searcher_archives(PyObject *self, void *c) {
+    (void)c;
+    PyObject *a = ((SearcherObject *)self)->archives;
+    return a ? PyList_AsTuple(a) : PyTuple_New(0);
+}
+
+static PyObject *searcher_pool_size(PyObject *self, void *c) {
+    (void)c;
+    SearcherObject *s = ready(self);
+    size_t n = 0;
+    if (!s)
+        return NULL;
+    NOGIL(n = zs_searcher_pool_size(s->h));
+    return PyLong_FromSize_t(n);
+}
+
+PyGetSetDef zc_searcher_getset[] = {
+    {"archives", searcher_archives, NULL, "The archives searched, in order.", NULL},
+    {"_pool_size", searcher_pool_size, NULL, "Native searchers created so far.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef searcher_methods[] = {
+    {"add_archive", searcher_add_archive, METH_O, "Search this archive too; returns self."},
+    {"addArchive", searcher_add_archive, METH_O, "3.x alias of add_archive."},
+    {"search", searcher_search, METH_O, "A Search for a Query or a str."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef searcher_members[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(SearcherObject, weakreflist), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot searcher_slots[] = {
+    {Py_tp_init, searcher_init},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_dealloc, zc_searcher_dealloc},
+    {Py_tp_traverse, zc_searcher_traverse},
+    {Py_tp_clear, zc_searcher_clear},
+    {Py_tp_methods, searcher_methods},
+    {Py_tp_getset, zc_searcher_getset},
+    {Py_tp_members, searcher_members},
+    {Py_tp_doc, "Searcher(archives)\n\nFull-text search over one Archive or several. Safe "
+                "to share between threads: each call uses its own pooled native searcher."},
+    {0, NULL},
+};
+
+static PyType_Spec searcher_spec = {
+    .name = "libzim.search.Searcher",
+    .basicsize = sizeof(SearcherObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
+    .slots = searcher_slots,
+};
+
+/* ==== Search ======================================================================= */
+
+int zc_searchobj_traverse(PyObject *self, visitproc visit, void *arg) {
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(((SearchObject *)self)->searcher);
+    Py_VISIT(((SearchObject *)self)->text);
+    return 0;
+}
+
+int zc_searchobj_clear(PyObject *self) {
+    SearchObject *s = (SearchObject *)self;
+    Py_CLEAR(s->searcher);
+    /* q.text points into text; clear both together. */
+    s->q.text = "";
+    s->q.len = 0;
+    Py_CLEAR(s->text);
+    return 0;
+}
+
+void zc_searchobj_dealloc(PyObject *self) { plain_dealloc(self); }
+
+static SearcherObject *search_owner(SearchObject *self) {
+    if (!self->searcher || !self->text)
+        return (SearcherObject *)zc_raise_closed(zc_state_of((PyObject *)self), "search", NULL);
+    return ready((PyObject *)self->searcher);
+}
+
+static PyObject *search_estimate(SearchObject *self) {
+    SearcherObject *owner = search_owner(self);
+    if (!owner)
+        return NULL;
+    /* The page call runs on another thread's time: hold what it reads. */
+    Py_INCREF(self);
+    zs_error err;
+    int64_t n = 0;
+    int rc;
+    NOGIL(rc = zs_search_estimate(owner->h, &self->q, &n, &err));
+    PyObject *r = rc < 0 ? NULL : PyLong_FromLongLong(n);
+    if (rc < 0) {
+        PyObject *names = names_of(owner->archives);
+        if (names) {
+            zc_raise(zc_state_of((PyObject *)self), &err, names);
+            Py_DECREF(names);
+        }
+    }
+    Py_DECREF(self);
+    return r;
+}
+
+PyObject *zc_search_estimate_meth(PyObject *self, PyObject *noargs) {
+    (void)noargs;
+    return search_estimate((SearchObject *)self);
+}
+
+int zc_parse_page_args(PyObject *const *args, Py_ssize_t nargs, int *start, int *count) {
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "expected 2 arguments (start, count), got %zd", nargs);
+        return -1;
+    }
+    long long v[2];
+    for (int i = 0; i < 2; i++) {
+        if (!PyLong_Check(args[i])) {
+            PyErr_Format(PyExc_TypeError, "%s must be int, not %.100s", i ? "count" : "start",
+                         Py_TYPE(args[i])->tp_name);
+            return -1;
+        }
+        int overflow = 0;
+        v[i] = PyLong_AsLongLongAndOverflow(args[i], &overflow);
+        if (v[i] == -1 && PyErr_Occurred())
+            return -1;
+        if (overflow < 0 || v[i] < 0) {
+            PyErr_Format(PyExc_ValueError, "%s must not be negative", i ? "count" : "start");
+            return -1;
+        }
+        /* Past the last result there is nothing: clamp, libzim takes int. */
+        if (overflow > 0 || v[i] > INT_MAX)
+            v[i] = INT_MAX;
+    }
+    *start = (int)v[0];
+    *count = (int)v[1];
+    /* Xapian sizes buffers by count: never ask for more than exist. */
+    if (*count > INT_MAX - *start)
+        *count = INT_MAX - *start;
+    return 0;
+}
+
+static int archive_index_of(SearcherObject *owner, int i) {
+    return i >= 0 && i < PyList_GET_SIZE(owner->archives) ? i : -1;
+}
+
+PyObject *zc_search_page(SearchObject *self, PyTypeObject *set_type, PyTypeObject *result_type,
+                         PyObject *const *args, Py_ssize_t nargs, unsigned flags, int as_paths) {
+    int start, count;
+    if (zc_parse_page_args(args, nargs, &start, &count) < 0)
+        return NULL;
+    SearcherObject *owner = search_owner(self);
+    if (!owner)
+        return NULL;
+    zc_state *st = zc_state_of((PyObject *)self);
+    Py_INCREF(self);
+    zs_error err;
+    zs_page *page;
+    NOGIL(page = zs_search_page(owner->h, &self->q, start, count, flags, &err));
+    PyObject *out = NULL;
+    if (!page) {
+        PyObject *names = names_of(owner->archives);
+        if (names) {
+            zc_raise(st, &err, names);
+            Py_DECREF(names);
+        }
+        goto done;
+    }
+    PyObject *items = PyTuple_New((Py_ssize_t)page->n);
+    for (size_t i = 0; items && i < page->n; i++) {
+        const zs_result *res = &page->results[i];
+        PyObject *obj;
+        if (as_paths) {
+            obj = zc_str(res->path);
+        } else {
+            ResultObject *r = PyObject_GC_New(ResultObject, result_type);
+            obj = (PyObject *)r;
+            if (r) {
+                int ai = archive_index_of(owner, res->archive);
+                r->path = zc_str(res->path);
+                r->title = zc_str(res->title);
+                r->snippet = zc_str(res->snippet);
+                r->archive = Py_NewRef(ai >= 0 ? PyList_GET_ITEM(owner->archives, ai) : Py_None);
+                r->score = res->score;
+                r->word_count = res->word_count;
+                PyObject_GC_Track(r);
+                if (!r->path || !r->title || !r->snippet)
+                    Py_CLEAR(obj);
+            }
+        }
+        if (!obj)
+            Py_CLEAR(items);
+        else
+            PyTuple_SET_ITEM(items, (Py_ssize_t)i, obj);
+    }
+    zs_page_free(page);
+    if (!items)
+        goto done;
+    if (as_paths) {
+        out = PyObject_GetIter(items);
+        Py_DECREF(items);
+        goto done;
+    }
+    ResultSetObject *set = PyObject_GC_New(ResultSetObject, set_type);
+    if (!set) {
+        Py_DECREF(items);
+        goto done;
+    }
+    set->items = items;
+    PyObject_GC_Track(set);
+    out = (PyObject *)set;
+done:
+    Py_DECREF(self);
+    return out;
+}
+
+static PyObject *search_get_results(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                    PyObject *kwnames) {
+    int snippets = 1;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *k = PyTuple_GET_ITEM(kwnames, i);
+        if (PyUnicode_CompareWithASCIIString(k, "include_snippets") != 0)
+            return PyErr_Format(PyExc_TypeError,
+                                "get_results() got an unexpected keyword argument %R", k);
+        if ((snippets = PyObject_IsTrue(args[nargs + i])) < 0)
+            return NULL;
+    }
+    zc_state *st = zc_state_of(self);
+    unsigned flags = ZS_WANT_TITLE | (snippets ? ZS_WANT_SNIPPET : 0);
+    return zc_search_page((SearchObject *)self, st->ResultSet, st->Result, args, nargs, flags, 0);
+}
+
+static PyObject *search_get_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    zc_state *st = zc_state_of(self);
+    return zc_search_page((SearchObject *)self, st->ResultSet, st->Result, args, nargs, 0, 1);
+}
+
+PyObject *zc_search_repr(PyObject *self) {
+    SearchObject *s = (SearchObject *)self;
+    return PyUnicode_FromFormat("%s(%R)", _PyType_Name(Py_TYPE(self)), s->text ? s->text : Py_None);
+}
+
+static PyMethodDef search_methods[] = {
+    {"get_estimated_matches", zc_search_estimate_meth, METH_NOARGS, "Estimated number of matches."},
+    {"getEstimatedMatches", zc_search_estimate_meth, METH_NOARGS, "3.x alias of get_estimated_matches."},
+    {"get_results", (PyCFunction)(void (*)(void))search_get_results,
+     METH_FASTCALL | METH_KEYWORDS,
+     "get_results(start, count, *, include_snippets=True) -> SearchResultSet\n\n"
+     "With include_snippets=False no article is read: snippets are ''."},
+    {"getResults", (PyCFunction)(void (*)(void))search_get_paths, METH_FASTCALL,
+     "3.x API: an iterator over the paths of results start..start+count."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot search_slots[] = {
+    {Py_tp_dealloc, zc_searchobj_dealloc},
+    {Py_tp_traverse, zc_searchobj_traverse},
+    {Py_tp_clear, zc_searchobj_clear},
+    {Py_tp_methods, search_methods},
+    {Py_tp_repr, zc_search_repr},
+    {Py_tp_doc, "A query bound to a Searcher. Immutable; safe to share between threads."},
+    {0, NULL},
+};
+
+static PyType_Spec search_spec = {
+    .name = "libzim.search.Search",
+    .basicsize = sizeof(SearchObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_DISALLOW_INSTANTIATION |
+             Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = search_slots,
+};
+
+/* ==== shared type specs ============================================================ */
+
+#define RESULT_SLOTS(doc)                                   \
+    {Py_tp_dealloc, plain_dealloc},                         \
+    {Py_tp_traverse, result_traverse},                      \
+    {Py_tp_clear, result_clear},                            \
+    {Py_tp_members, result_members},                        \
+    {Py_tp_methods, result_methods},                        \
+    {Py_tp_repr, result_repr},                              \
+    {Py_tp_richcompare, result_richcompare},                \
+    {Py_tp_hash, PyObject_HashNotImplemented},              \
+    {Py_tp_doc, doc},                                       \
+    {0, NULL}
+
+#define SET_SLOTS(doc)                                      \
+    {Py_tp_dealloc, plain_dealloc},                         \
+    {Py_tp_traverse, set_traverse},                         \
+    {Py_tp_clear, set_clear},                               \
+    {Py_tp_iter, set_iter},                                 \
+    {Py_mp_subscript, set_subscript},                       \
+    {Py_mp_length, set_len},                                \
+    {Py_sq_length, set_len},                                \
+    {Py_tp_repr, set_repr},                                 \
+    {Py_tp_doc, doc},                                       \
+    {0, NULL}
+
+static PyType_Slot result_slots[] = {RESULT_SLOTS("One full-text match.")};
+static PyType_Slot set_slots[] = {SET_SLOTS("A page of SearchResult: iterable, sized, indexable.")};
+static PyType_Slot sugg_result_slots[] = {RESULT_SLOTS("One title suggestion.")};
+static PyType_Slot sugg_set_slots[] = {SET_SLOTS("A page of SuggestionResult.")};
+
+#define FROZEN (Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_DISALLOW_INSTANTIATION | \
+                Py_TPFLAGS_IMMUTABLETYPE)
+
+static PyType_Spec result_spec = {"libzim.search.SearchResult", sizeof(ResultObject), 0, FROZEN, result_slots};
+static PyType_Spec set_spec = {"libzim.search.SearchResultSet", sizeof(ResultSetObject), 0, FROZEN, set_slots};
+PyType_Spec zc_sugg_result_spec = {"libzim.suggestion.SuggestionResult", sizeof(ResultObject), 0, FROZEN, sugg_result_slots};
+PyType_Spec zc_sugg_set_spec = {"libzim.suggestion.SuggestionResultSet", sizeof(ResultSetObject), 0, FROZEN, sugg_set_slots};
+
+static int add_type(PyObject *m, PyTypeObject **slot, PyType_Spec *spec) {
+    *slot = (PyTypeObject *)PyType_FromModuleAndSpec(m, spec, NULL);
+    if (!*slot)
+        return -1;
+    return PyModule_AddObjectRef(m, strrchr(spec->name, '.') + 1, (PyObject *)*slot);
+}
+
+int zc_search_init_types(PyObject *m, zc_state *st) {
+    if (add_type(m, &st->Query, &query_spec) < 0 || add_type(m, &st->Result, &result_spec) < 0 ||
+        add_type(m, &st->ResultSet, &set_spec) < 0 || add_type(m, &st->Search, &search_spec) < 0 ||
+        add_type(m, &st->Searcher, &searcher_spec) < 0 ||
+        add_type(m, &st->SuggestionResult, &zc_sugg_result_spec) < 0 ||
+        add_type(m, &st->SuggestionResultSet, &zc_sugg_set_spec) < 0)
+        return -1;
+    return 0;
+}
