@@ -778,11 +778,11 @@ static PyType_Spec search_spec = {
 
 /* ==== shared type specs ============================================================ */
 
-#define RESULT_SLOTS(doc)                                   \
+#define RESULT_SLOTS(members, doc)                          \
     {Py_tp_dealloc, plain_dealloc},                         \
     {Py_tp_traverse, result_traverse},                      \
     {Py_tp_clear, result_clear},                            \
-    {Py_tp_members, result_members},                        \
+    {Py_tp_members, members},                               \
     {Py_tp_methods, result_methods},                        \
     {Py_tp_repr, result_repr},                              \
     {Py_tp_richcompare, result_richcompare},                \
@@ -802,9 +802,18 @@ static PyType_Spec search_spec = {
     {Py_tp_doc, doc},                                       \
     {0, NULL}
 
-static PyType_Slot result_slots[] = {RESULT_SLOTS("One full-text match.")};
+static PyType_Slot result_slots[] = {RESULT_SLOTS(result_members, "One full-text match.")};
 static PyType_Slot set_slots[] = {SET_SLOTS("A page of SearchResult: iterable, sized, indexable.")};
-static PyType_Slot sugg_result_slots[] = {RESULT_SLOTS("One title suggestion.")};
+/* Suggestions have no score, word count or archive choice: the first three
+ * members only. */
+static PyMemberDef sugg_result_members[] = {
+    {"path", T_OBJECT, offsetof(ResultObject, path), READONLY, "Entry path."},
+    {"title", T_OBJECT, offsetof(ResultObject, title), READONLY, "Entry title."},
+    {"snippet", T_OBJECT, offsetof(ResultObject, snippet), READONLY,
+     "The title with the matched words in <b></b>."},
+    {NULL, 0, 0, 0, NULL},
+};
+static PyType_Slot sugg_result_slots[] = {RESULT_SLOTS(sugg_result_members, "One title suggestion.")};
 static PyType_Slot sugg_set_slots[] = {SET_SLOTS("A page of SuggestionResult.")};
 
 #define FROZEN (Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_DISALLOW_INSTANTIATION | \

@@ -2,6 +2,20 @@ from libzim import reader as reader, search as search, suggestion as suggestion,
 
 __version__: str
 
+__all__ = [
+    "ArchiveError",
+    "ClosedError",
+    "EntryNotFoundError",
+    "InvalidIndexError",
+    "NotSupportedError",
+    "SearchError",
+    "ZimError",
+    "reader",
+    "search",
+    "suggestion",
+    "version",
+]
+
 class ZimError(Exception): ...
 class ArchiveError(ZimError, RuntimeError): ...
 class EntryNotFoundError(ZimError, KeyError): ...

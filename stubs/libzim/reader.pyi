@@ -3,11 +3,25 @@ import pathlib
 import uuid
 from typing import Iterable, Iterator, Literal
 
-IntegrityCheckName = Literal[
+from typing_extensions import disjoint_base, final
+
+_CheckName = Literal[
     "checksum", "dirent_ptrs", "dirent_order", "title_index", "cluster_ptrs", "dirent_mimetypes"
 ]
-INTEGRITY_CHECKS: tuple[IntegrityCheckName, ...]
+__all__ = [
+    "INTEGRITY_CHECKS",
+    "Archive",
+    "Entry",
+    "EntryIterator",
+    "Item",
+    "get_cluster_cache_current_size",
+    "get_cluster_cache_max_size",
+    "set_cluster_cache_max_size",
+]
 
+INTEGRITY_CHECKS: tuple[_CheckName, ...]
+
+@final
 class Item:
     @property
     def title(self) -> str: ...
@@ -22,6 +36,7 @@ class Item:
     @property
     def content(self) -> memoryview: ...
 
+@final
 class Entry:
     @property
     def title(self) -> str: ...
@@ -34,11 +49,14 @@ class Entry:
     def get_redirect_entry(self) -> Entry: ...
     def get_item(self) -> Item: ...
 
+@final
+@final
 class EntryIterator(Iterator[Entry]):
     def __iter__(self) -> EntryIterator: ...
     def __next__(self) -> Entry: ...
     def __length_hint__(self) -> int: ...
 
+@disjoint_base
 class Archive:
     def __init__(
         self, filename: str | os.PathLike[str], *, offset: int | None = None, size: int | None = None
@@ -81,7 +99,7 @@ class Archive:
     @property
     def checksum(self) -> str: ...
     def check(self) -> bool: ...
-    def validate(self, checks: Iterable[IntegrityCheckName] | None = None) -> list[IntegrityCheckName]: ...
+    def validate(self, checks: Iterable[_CheckName] | None = None) -> list[_CheckName]: ...
     @property
     def entry_count(self) -> int: ...
     @property

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what libzim-c needs on Debian bookworm (root or sudo) and builds the
+# extension in place. Idempotent: installed packages are not fetched again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(libzim-dev libxapian-dev libicu-dev python3-dev zim-tools pkg-config
+              build-essential python3.11-doc)
+PY=${PYTHON:-python3}
+
+sudo_() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "bootstrap: installing ${missing[*]}" >&2
+    sudo_ apt-get update -qq
+    sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+"$PY" -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+# No build isolation: the build needs only setuptools, installed just above.
+"$PY" -m pip install -q --disable-pip-version-check --no-build-isolation -e .
