@@ -1,0 +1,86 @@
+"""Fault injection (APSW-style): make the N-th native call fail, for every N
+a scenario reaches, and check each failure surfaces as a clean ZimError and
+leaves every object usable."""
+import gc
+from pathlib import Path
+
+import pytest
+
+import libzim
+from libzim import _libzim
+from libzim.reader import Archive
+from libzim.suggestion import SuggestionSearcher
+
+SUITE = Path(__file__).resolve().parents[1].parent / "shared" / "zim-testing-suite"
+SMALL = SUITE / "nons" / "small.zim"
+WIKIBOOKS = SUITE / "nons" / "wikibooks_be_all_nopic_2017-02.zim"
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_fault():
+    _libzim._fault_inject(0)
+    yield
+    _libzim._fault_inject(0)
+
+
+def reader_scenario():
+    """Touches every reader call into the shim; returns what it read."""
+    a = Archive(WIKIBOOKS)
+    out = [a.entry_count, a.metadata_keys, a.get_metadata("Title")]
+    out.append(a.get_metadata_item("Title").size)
+    out.append(sorted(a.get_illustration_sizes()))
+    out.append(a.has_illustration())
+    e = a.main_entry
+    out.append(e.path)
+    while e.is_redirect:
+        e = e.get_redirect_entry()
+    item = e.get_item()
+    out.append((item.path, item.mimetype, item.size, bytes(item.content)))
+    out.append(a.get_entry_by_title(e.title).path)
+    out.append(a.has_entry_by_path("no/such/path"))
+    out.append(a._get_entry_by_id(3).path)
+    out.append([x.path for x in a.iter_by_path()][:50])
+    out.append([x.path for x in a.iter_efficient()][:50])
+    out.append([x.title for x in a.find_by_title(e.title[:2])])
+    out.append(a.check())
+    out.append(a.validate())
+    s = SuggestionSearcher(a).suggest(e.title[:3])
+    out.append(s.get_estimated_matches())
+    out.append([(r.path, r.title) for r in s.get_results(0, 5)])
+    a.close()
+    return out
+
+
+def test_each_native_call_failing_gives_a_clean_error():
+    expected = reader_scenario()
+    failures = 0
+    for nth in range(1, 500):
+        _libzim._fault_inject(nth)
+        try:
+            got = reader_scenario()
+        except libzim.ZimError as exc:
+            failures += 1
+            message = str(exc)
+            assert "injected fault" in message, message
+            assert "\n" not in message
+            continue
+        finally:
+            _libzim._fault_inject(0)
+            gc.collect()
+        # The fault was never reached: the scenario made fewer native calls.
+        assert got == expected
+        break
+    else:
+        pytest.fail("scenario never completed without reaching the injected fault")
+    # Every native call the scenario makes failed once, cleanly.
+    assert failures >= 20, failures
+    # Nothing is left broken afterwards.
+    assert reader_scenario() == expected
+
+
+def test_failed_open_leaves_no_half_object():
+    _libzim._fault_inject(1)
+    with pytest.raises(libzim.ZimError, match="injected fault"):
+        Archive(SMALL)
+    _libzim._fault_inject(0)
+    assert Archive(SMALL).entry_count == 2
