@@ -511,6 +511,8 @@ static int archive_init(PyObject *self, PyObject *args, PyObject *kwds) {
     info.filename.ptr = NULL;
     info.filename.len = 0;
     a->info = info;
+    for (int i = 0; i < ZS_STAT_COUNT; i++)
+        atomic_store(&a->stats[i], -1);
     a->name = Py_NewRef(fsname);
     a->filename = PyObject_CallOneArg(st->pathlib_Path, fsname);
     if (!a->filename) {
@@ -924,12 +926,45 @@ static ArchiveObject *open_or_raise(PyObject *self) {
 INFO_INT(a_filesize, filesize)
 INFO_INT(a_all_entry_count, all_entry_count)
 INFO_INT(a_entry_count, entry_count)
-INFO_INT(a_article_count, article_count)
-INFO_INT(a_media_count, media_count)
 INFO_INT(a_dirent_cache_max_size, dirent_cache_max)
 INFO_BOOL(a_has_main_entry, has_main_entry)
-INFO_BOOL(a_has_fulltext_index, has_fulltext_index)
-INFO_BOOL(a_has_title_index, has_title_index)
+
+/* Read once, natively, on first use; racing first reads compute the same. */
+static int archive_stat(PyObject *self, zs_stat which, int64_t *out) {
+    ArchiveObject *a = ARCHIVE(self);
+    long long v = atomic_load(&a->stats[which]);
+    if (v >= 0) {
+        *out = v;
+        return 0;
+    }
+    zc_state *st = zc_state_of(self);
+    zs_archive *h = zc_archive_enter(st, self);
+    if (!h)
+        return -1;
+    zs_error err;
+    int rc;
+    NOGIL(rc = zs_archive_stat(h, which, out, &err));
+    zc_archive_leave(self);
+    if (rc < 0) {
+        zc_raise(st, &err, a->name);
+        return -1;
+    }
+    atomic_store(&a->stats[which], *out);
+    return 0;
+}
+
+#define STAT_GETTER(fname, which, make)                                       \
+    static PyObject *fname(PyObject *self, void *c) {                         \
+        (void)c;                                                              \
+        int64_t v;                                                            \
+        if (!open_or_raise(self) || archive_stat(self, which, &v) < 0)        \
+            return NULL;                                                      \
+        return make(v);                                                       \
+    }
+STAT_GETTER(a_article_count, ZS_STAT_ARTICLE_COUNT, PyLong_FromLongLong)
+STAT_GETTER(a_media_count, ZS_STAT_MEDIA_COUNT, PyLong_FromLongLong)
+STAT_GETTER(a_has_fulltext_index, ZS_STAT_HAS_FULLTEXT_INDEX, PyBool_FromLong)
+STAT_GETTER(a_has_title_index, ZS_STAT_HAS_TITLE_INDEX, PyBool_FromLong)
 INFO_BOOL(a_has_checksum, has_checksum)
 INFO_BOOL(a_is_multipart, is_multipart)
 INFO_BOOL(a_has_new_namespace_scheme, has_new_namespace_scheme)
@@ -977,6 +1012,8 @@ static PyObject *a_closed(PyObject *self, void *c) {
 static int a_set_dirent_cache_max_size(PyObject *self, PyObject *value, void *c) {
     (void)c;
     (void)value;
+    if (!open_or_raise(self))
+        return -1;
     zc_state *st = zc_state_of(self);
     PyObject *note = PyObject_GetAttrString(PyType_GetModuleByDef(Py_TYPE(self), &zc_module_def),
                                             "LIBZIM_VERSION_NOTE");
@@ -988,7 +1025,8 @@ static int a_set_dirent_cache_max_size(PyObject *self, PyObject *value, void *c)
 }
 
 static PyObject *a_dirent_cache_current_size(PyObject *self, void *c) {
-    a_set_dirent_cache_max_size(self, NULL, c);
+    if (open_or_raise(self))
+        a_set_dirent_cache_max_size(self, NULL, c);
     return NULL;
 }
 

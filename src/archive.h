@@ -8,6 +8,7 @@ struct ArchiveObject {
     PyObject_HEAD
     zc_guard guard;           /* zs_archive * */
     zs_archive_info info;     /* read at open; info.filename is not kept */
+    atomic_llong stats[ZS_STAT_COUNT];  /* zs_archive_stat results, -1 unknown */
     PyObject *filename;       /* pathlib.Path */
     PyObject *name;           /* str(filename), starts every error message */
     PyObject *weakreflist;

@@ -95,6 +95,14 @@ static PyObject *fault_inject(PyObject *m, PyObject *arg) {
     return PyLong_FromLong(zs_fault_inject(n));
 }
 
+static PyObject *test_delay(PyObject *m, PyObject *arg) {
+    (void)m;
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    return PyLong_FromLong(zs_test_delay(n));
+}
+
 static PyMethodDef module_methods[] = {
     {"_versions", versions, METH_NOARGS, "[(library, version), ...] as libzim reports them."},
     {"get_cluster_cache_max_size", not_supported, METH_NOARGS,
@@ -105,6 +113,8 @@ static PyMethodDef module_methods[] = {
      "Not available with libzim 8.1.1: raises NotSupportedError."},
     {"_fault_inject", fault_inject, METH_O,
      "Testing only: make the N-th following native call fail. Returns the previous N."},
+    {"_test_delay", test_delay, METH_O,
+     "Testing only: native calls first sleep this many microseconds. Returns the previous value."},
     {NULL, NULL, 0, NULL},
 };
 

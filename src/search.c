@@ -629,7 +629,7 @@ int zc_parse_page_args(PyObject *const *args, Py_ssize_t nargs, int *start, int 
         v[i] = PyLong_AsLongLongAndOverflow(args[i], &overflow);
         if (v[i] == -1 && PyErr_Occurred())
             return -1;
-        if (overflow < 0 || v[i] < 0) {
+        if (overflow < 0 || (overflow == 0 && v[i] < 0)) {
             PyErr_Format(PyExc_ValueError, "%s must not be negative", i ? "count" : "start");
             return -1;
         }
@@ -743,7 +743,10 @@ static PyObject *search_get_paths(PyObject *self, PyObject *const *args, Py_ssiz
 
 PyObject *zc_search_repr(PyObject *self) {
     SearchObject *s = (SearchObject *)self;
-    return PyUnicode_FromFormat("%s(%R)", _PyType_Name(Py_TYPE(self)), s->text ? s->text : Py_None);
+    PyObject *text = zc_str((zs_str){s->q.text, s->q.len});
+    PyObject *r = text ? PyUnicode_FromFormat("%s(%R)", _PyType_Name(Py_TYPE(self)), text) : NULL;
+    Py_XDECREF(text);
+    return r;
 }
 
 static PyMethodDef search_methods[] = {

@@ -12,6 +12,7 @@
 #include <xapian.h>
 
 #include <algorithm>
+#include <chrono>
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
@@ -57,7 +58,12 @@ struct InjectedFault : std::exception {
 
 // Called at the top of every guarded operation: fault injection lets the
 // tests drive each error path of the extension without a corrupt archive.
+std::atomic<long> g_delay_us{0};
+
 void maybe_fault() {
+    long d = g_delay_us.load(std::memory_order_relaxed);
+    if (d > 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(d));
     long v = g_fault.load(std::memory_order_relaxed);
     if (v > 0 && g_fault.fetch_sub(1) == 1)
         throw InjectedFault();
@@ -248,8 +254,6 @@ extern "C" zs_archive *zs_archive_open(const char *path, int has_range, uint64_t
         info->filesize = a.getFilesize();
         info->all_entry_count = a.getAllEntryCount();
         info->entry_count = a.getEntryCount();
-        info->article_count = a.getArticleCount();
-        info->media_count = a.getMediaCount();
         zim::Uuid u = a.getUuid();
         std::memcpy(info->uuid, u.data, 16);
         info->has_checksum = a.hasChecksum();
@@ -259,8 +263,6 @@ extern "C" zs_archive *zs_archive_open(const char *path, int has_range, uint64_t
             std::snprintf(info->checksum, sizeof info->checksum, "%s", c.c_str());
         }
         info->has_main_entry = a.hasMainEntry();
-        info->has_fulltext_index = a.hasFulltextIndex();
-        info->has_title_index = a.hasTitleIndex();
         info->is_multipart = a.isMultiPart();
         info->has_new_namespace_scheme = a.hasNewNamespaceScheme();
         // libzim 8.1.1 sizes the dirent cache from the environment at open
@@ -274,6 +276,19 @@ extern "C" zs_archive *zs_archive_open(const char *path, int has_range, uint64_t
 }
 
 extern "C" void zs_archive_free(zs_archive *a) { delete a; }
+
+extern "C" int zs_archive_stat(zs_archive *a, zs_stat which, int64_t *out, zs_error *err) {
+    return guarded(err, -1, [&] {
+        switch (which) {
+        case ZS_STAT_ARTICLE_COUNT: *out = a->a.getArticleCount(); break;
+        case ZS_STAT_MEDIA_COUNT: *out = a->a.getMediaCount(); break;
+        case ZS_STAT_HAS_FULLTEXT_INDEX: *out = a->a.hasFulltextIndex(); break;
+        case ZS_STAT_HAS_TITLE_INDEX: *out = a->a.hasTitleIndex(); break;
+        default: throw std::invalid_argument("unknown archive statistic");
+        }
+        return 0;
+    });
+}
 
 extern "C" zs_entry *zs_archive_entry_by_path(zs_archive *a, const char *path, size_t len,
                                               zs_entry_info *info, zs_error *err) {
@@ -517,7 +532,8 @@ struct Slot {
     // The last Search served by this slot, kept so a Python Search that asks
     // for the estimate and then pages does not re-parse its query.
     uint64_t cached_id = 0;
-    std::vector<zim::Archive> archives;  // as of gen, to map results back
+    std::vector<zim::Archive> archives;  // as of gen
+    std::vector<zim::Uuid> indexed_ids;  // per archive; zero uuid if no index
     std::unique_ptr<zim::Search> ft_search;
     std::unique_ptr<zim::SuggestionSearch> sg_search;
 };
@@ -599,7 +615,17 @@ class Lease {
         return *sl.sg_search;
     }
 
-    const std::vector<zim::Archive> &archives() const { return slot_->archives; }
+    // Which archive a result came from: libzim numbers only the archives
+    // that have an index, so results are matched back by UUID.
+    int archive_of(const zim::Uuid &id) const {
+        const auto &ids = slot_->indexed_ids;
+        if (ids.size() == 1)
+            return 0;
+        for (size_t i = 0; i < ids.size(); i++)
+            if (ids[i] == id)
+                return (int)i;
+        return -1;
+    }
 
   private:
     void rebuild(const std::vector<zim::Archive> &archives) {
@@ -608,6 +634,9 @@ class Lease {
         sl.sg_search.reset();
         sl.cached_id = 0;
         sl.archives = archives;
+        sl.indexed_ids.clear();
+        for (const auto &a : archives)
+            sl.indexed_ids.push_back(a.hasFulltextIndex() ? a.getUuid() : zim::Uuid());
         if (s_->kind == ZS_FULLTEXT) {
             sl.ft.reset(new zim::Searcher(archives));
         } else {
@@ -656,13 +685,6 @@ zs_page *finish_page(std::unique_ptr<PageImpl> impl) {
     p->n = impl->results.size();
     p->priv = impl.release();
     return p.release();
-}
-
-int archive_position(const std::vector<zim::Archive> &archives, const zim::Uuid &id) {
-    for (size_t i = 0; i < archives.size(); i++)
-        if (archives[i].getUuid() == id && archives[i].hasFulltextIndex())
-            return (int)i;
-    return -1;
 }
 
 size_t default_cap() {
@@ -744,7 +766,6 @@ extern "C" zs_page *zs_search_page(zs_searcher *s, const zs_query *q, int start,
         Lease lease(s);
         if (s->kind == ZS_FULLTEXT) {
             zim::Search &search = lease.search(q);
-            const std::vector<zim::Archive> &archives = lease.archives();
             auto results = search.getResults(start, count);
             impl->rows.reserve(results.size() > 0 ? (size_t)results.size() : 0);
             for (auto it = results.begin(); it != results.end(); ++it) {
@@ -757,7 +778,7 @@ extern "C" zs_page *zs_search_page(zs_searcher *s, const zs_query *q, int start,
                 }
                 if (flags & ZS_WANT_SNIPPET)
                     r.snippet = it.getSnippet();
-                r.archive = archives.size() == 1 ? 0 : archive_position(archives, it.getZimId());
+                r.archive = lease.archive_of(it.getZimId());
                 impl->rows.push_back(std::move(r));
             }
         } else {
@@ -810,3 +831,5 @@ extern "C" int zs_versions(char **buf, size_t *len, size_t *count, zs_error *err
 }
 
 extern "C" long zs_fault_inject(long nth) { return g_fault.exchange(nth); }
+
+extern "C" long zs_test_delay(long usec) { return g_delay_us.exchange(usec); }

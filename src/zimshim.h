@@ -60,15 +60,16 @@ typedef struct {
     size_t len;
 } zs_str;
 
-/* Facts about an archive read once at open; they never change afterwards, so
- * the extension answers property reads from this struct without a shim
- * call. */
+/* Facts about an archive read once at open from its header and dirents;
+ * they never change afterwards, so the extension answers property reads from
+ * this struct without a shim call.  Facts that need a cluster read are not
+ * here (see zs_archive_stat): a damaged cluster must not stop the open. */
 typedef struct {
     uint64_t filesize;
-    uint32_t all_entry_count, entry_count, article_count, media_count;
+    uint32_t all_entry_count, entry_count;
     unsigned char uuid[16];
     char checksum[33];        /* hex, NUL-terminated; "" when none */
-    int has_checksum, has_main_entry, has_fulltext_index, has_title_index;
+    int has_checksum, has_main_entry;
     int is_multipart, has_new_namespace_scheme;
     uint32_t dirent_cache_max;  /* per-archive dirent cache size set at open */
     zs_str filename;            /* as libzim resolved it */
@@ -94,6 +95,14 @@ typedef struct {
 zs_archive *zs_archive_open(const char *path, int has_range, uint64_t offset,
                             uint64_t size, zs_archive_info *info, zs_error *err);
 void zs_archive_free(zs_archive *a);
+
+/* Facts that may read a cluster (listings, the Counter metadata, the index
+ * items). */
+typedef enum {
+    ZS_STAT_ARTICLE_COUNT, ZS_STAT_MEDIA_COUNT, ZS_STAT_HAS_FULLTEXT_INDEX,
+    ZS_STAT_HAS_TITLE_INDEX, ZS_STAT_COUNT
+} zs_stat;
+int zs_archive_stat(zs_archive *a, zs_stat which, int64_t *out, zs_error *err);
 
 typedef enum { ZS_BY_PATH = 0, ZS_BY_TITLE = 1, ZS_BY_CLUSTER = 2 } zs_order;
 
@@ -223,6 +232,11 @@ int zs_versions(char **buf, size_t *len, size_t *count, zs_error *err);
  * it fails with ZS_ERR_INTERNAL, so error paths in the extension can be
  * exercised (APSW-style fault injection).  Returns the previous value. */
 long zs_fault_inject(long nth);
+/* Testing hook: every following shim call that checks for faults first
+ * sleeps this many microseconds, so tests can see that the extension
+ * releases the GIL around a call however fast libzim is.  0 turns it off.
+ * Returns the previous value. */
+long zs_test_delay(long usec);
 
 #ifdef __cplusplus
 }
