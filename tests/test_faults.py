@@ -84,3 +84,49 @@ def test_failed_open_leaves_no_half_object():
         Archive(SMALL)
     _libzim._fault_inject(0)
     assert Archive(SMALL).entry_count == 2
+
+
+from search_fixtures import zim_a_path, zim_b_path  # noqa: E402,F401  (fixtures)
+
+
+def search_scenario(paths):
+    """Touches every search call into the shim."""
+    from libzim.search import Query, Searcher
+
+    archives = [Archive(p) for p in paths]
+    searcher = Searcher(archives[0])
+    searcher.add_archive(archives[1])
+    out = []
+    for text in ("gleepnar", "zorbling wumpkit"):
+        search = searcher.search(Query().set_query(text))
+        out.append(search.get_estimated_matches())
+        page = search.get_results(0, 10)
+        out.append([(r.path, r.title, r.score, r.snippet, archives.index(r.archive)) for r in page])
+        out.append([r.path for r in search.get_results(0, 10, include_snippets=False)])
+        out.append(list(search.getResults(0, 5)))
+    for a in archives:
+        a.close()
+    return out
+
+
+def test_each_native_search_call_failing_gives_a_clean_error(zim_a_path, zim_b_path):
+    paths = [zim_a_path, zim_b_path]
+    expected = search_scenario(paths)
+    failures = 0
+    for nth in range(1, 500):
+        _libzim._fault_inject(nth)
+        try:
+            got = search_scenario(paths)
+        except libzim.ZimError as exc:
+            failures += 1
+            assert "injected fault" in str(exc) and "\n" not in str(exc)
+            continue
+        finally:
+            _libzim._fault_inject(0)
+            gc.collect()
+        assert got == expected
+        break
+    else:
+        pytest.fail("scenario never completed without reaching the injected fault")
+    assert failures >= 10, failures
+    assert search_scenario(paths) == expected
