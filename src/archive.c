@@ -1045,8 +1045,12 @@ static PyObject *archive_richcompare(PyObject *self, PyObject *other, int op) {
 }
 
 static Py_hash_t archive_hash(PyObject *self) {
-    ArchiveObject *a = ARCHIVE(self);
-    return _Py_HashBytes(a->info.uuid, 16);
+    /* A UUID is already uniformly random: fold it. */
+    uint64_t lo, hi;
+    memcpy(&lo, ARCHIVE(self)->info.uuid, 8);
+    memcpy(&hi, ARCHIVE(self)->info.uuid + 8, 8);
+    Py_hash_t h = (Py_hash_t)(lo ^ hi);
+    return h == -1 ? -2 : h;
 }
 
 static PyObject *archive_repr(PyObject *self) {

@@ -1,0 +1,75 @@
+"""Benchmark worker for our binding (libzim-c). See _harness.py for the protocol.
+
+--config shared uses one Searcher (and one Archive per ZIM) from every thread,
+which our binding supports; the peer's objects are not meant for that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+# The lead builds the extension in place: import from the work tree, not site-packages.
+sys.path.insert(0, os.path.dirname(HERE))
+
+import _harness  # noqa: E402
+import libzim  # noqa: E402
+from libzim.reader import Archive  # noqa: E402
+
+try:  # the reader landed first; search workloads need libzim.search
+    from libzim.search import Query, Searcher
+except ImportError:
+    Query = Searcher = None
+
+
+class OursImpl:
+    def open(self, specs, workload):
+        archives = [Archive(path) for _key, path in specs]
+        if workload in _harness.SEARCH_WORKLOADS and Searcher is None:
+            raise RuntimeError("libzim.search.Searcher/Query not available yet")
+        searchers = [Searcher(a) for a in archives] if workload in _harness.SEARCH_WORKLOADS else None
+        return archives, searchers
+
+    def run(self, ctx, workload, op, hits, out):
+        archives, searchers = ctx
+        idx, key, a, b = op
+        archive = archives[idx]
+        if workload == "paths":
+            paths = list(searchers[idx].search(Query(a)).getResults(0, hits))
+            if out is not None:
+                out[0].extend(
+                    _harness.search_lines(key, a, r, p, archive.get_entry_by_path(p).title) for r, p in enumerate(paths)
+                )
+        elif workload in ("results", "snippets"):
+            snip = workload == "snippets"
+            results = searchers[idx].search(Query(a)).get_results(0, hits, include_snippets=snip)
+            rows = [(r.path, r.title, r.score, r.snippet if snip else None) for r in results]
+            if out is not None:
+                for rank, (p, t, score, s) in enumerate(rows):
+                    out[0].append(_harness.search_lines(key, a, rank, p, t))
+                    out[1].append(f"{key}|{a}|{rank}|{score}" + (f"|{s}" if snip else "") + "\n")
+        elif workload == "lookups":
+            entry = archive.get_entry_by_path(a)
+            by_title = archive.get_entry_by_title(b)
+            mime = entry.get_item().mimetype
+            if out is not None:
+                out[0].append(f"{key}|{a}|{entry.title}|{by_title.path}|{mime}\n")
+        elif workload == "content":
+            content = archive.get_entry_by_path(a).get_item().content
+            if out is not None:
+                out[0].append(f"{key}|{a}|{len(content)}|{hashlib.sha256(content).hexdigest()}\n")
+            return len(content)
+
+
+if __name__ == "__main__":
+    from libzim.version import get_libzim_version
+
+    _harness.main(
+        OursImpl(),
+        "ours",
+        {"binding_version": getattr(libzim, "__version__", "?"), "libzim_version": get_libzim_version(),
+         "python": sys.executable, "module_file": libzim.__file__},
+    )

@@ -1,0 +1,516 @@
+"""The ``zim`` command line (libzim/__main__.py), run as ``python -m libzim`` in a subprocess.
+
+Expected values come from the shared suite's documented facts (../shared/README.md)
+or from the library API called in this process, never from the CLI itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SUITE = REPO_ROOT.parent / "shared" / "zim-testing-suite"
+NONS = SUITE / "nons"
+WITHNS = SUITE / "withns"
+SMALL = NONS / "small.zim"
+WIKIBOOKS = NONS / "wikibooks_be_all_nopic_2017-02.zim"
+WIKIBOOKS_SPLIT = NONS / "wikibooks_be_all_nopic_2017-02_splitted.zim"
+BAD_MIMETYPE = NONS / "invalid.bad_mimetype_in_dirent.zim"
+
+if not SMALL.is_file() or not (WITHNS / "small.zim").is_file():
+    raise RuntimeError(f"ZIM test data not found at {SUITE}: the CLI tests need ../shared/zim-testing-suite")
+
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from libzim import _corpus  # noqa: E402
+from libzim.reader import Archive  # noqa: E402
+
+SUBCOMMANDS = ("info", "search", "suggest", "get", "check", "bench", "demo")
+INVALID = sorted(p for d in (NONS, WITHNS) for p in d.glob("invalid.*.zim"))
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    env.pop("NO_COLOR", None)
+    env.pop("ZIM_DEBUG", None)
+    return env
+
+
+def zim(*args, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run the CLI; stdout stays bytes (``get`` is binary), stderr is text."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "libzim", *map(str, args)],
+        capture_output=True,
+        cwd=REPO_ROOT,
+        env=_env(),
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+    proc.stderr = proc.stderr.decode("utf-8", "replace")
+    return proc
+
+
+def zim_json(*args) -> dict:
+    proc = zim(*args, "--json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.decode("utf-8"))
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, *, code: int = 1, names: str | None = None) -> str:
+    assert proc.returncode == code, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("zim: error: "), lines[0]
+    if names is not None:
+        assert names in lines[0], lines[0]
+    return lines[0]
+
+
+# ----------------------------------------------------------------------------- fixtures
+
+PAGES = {
+    "index.html": ("CLI test corpus", "Welcome. See the quokka page and the zebra page."),
+    "quokka.html": ("Quokka facts", "The quokka is a small marsupial. Every quokka smiles; quokkas live on Rottnest."),
+    "zebra.html": ("Zebra stripes", "A zebra has stripes. Each zebra pattern is unique, like a fingerprint."),
+    "both.html": ("Animals compared", "A quokka is not a zebra, and a zebra is no quokka."),
+    "other.html": ("Unrelated page", "Nothing about those animals here: only teapots and kettles."),
+}
+
+
+@pytest.fixture(scope="session")
+def ft_zim(tmp_path_factory) -> Path:
+    """A tiny ZIM with a full-text index, built with zimwriterfs from pages written here."""
+    root = tmp_path_factory.mktemp("cli-corpus")
+    src = root / "html"
+    src.mkdir()
+    for name, (title, body) in PAGES.items():
+        (src / name).write_text(
+            f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title></head>"
+            f"<body><h1>{title}</h1><p>{body}</p></body></html>",
+            encoding="utf-8",
+        )
+    out = _corpus.build_zim_from_dir(src, root / "cli-test.zim", title="CLI test corpus", fulltext=True)
+    assert Archive(out).has_fulltext_index
+    return out
+
+
+# ----------------------------------------------------------------------------- usage
+
+
+def test_top_level_help_lists_every_subcommand():
+    proc = zim("--help")
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout.decode()
+    for cmd in SUBCOMMANDS:
+        assert cmd in text
+
+
+@pytest.mark.parametrize("cmd", SUBCOMMANDS)
+def test_subcommand_help(cmd):
+    proc = zim(cmd, "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().startswith(f"usage: zim {cmd}")
+    assert proc.stderr == ""
+
+
+def test_no_subcommand_is_a_usage_error():
+    proc = zim()
+    assert proc.returncode == 2
+    assert "usage: zim" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("info",), ("get", SMALL), ("search", SMALL, "q", "--limit", "x"), ("info", SMALL, "--bogus")],
+)
+def test_usage_errors_are_one_line_exit_2(args):
+    assert_one_line_error(zim(*args), code=2)
+
+
+# ----------------------------------------------------------------------------- info
+
+
+@pytest.mark.parametrize("scheme", ["nons", "withns"])
+def test_info_json_small(scheme):
+    path = SUITE / scheme / "small.zim"
+    info = zim_json("info", path)
+    a = Archive(path)
+    # Facts from the shared README.
+    if scheme == "nons":
+        assert info["counts"]["all"] == 16
+        assert info["has_fulltext_index"] is False
+        assert info["has_new_namespace_scheme"] is True
+    else:
+        assert info["has_new_namespace_scheme"] is False
+    assert info["counts"]["article"] == 1
+    me = info["main_entry"]
+    assert me["target_path"].split("/")[-1] == "main.html"
+    assert me["target_title"] == "Test ZIM file"
+    assert info["has_title_index"] is True
+    assert info["has_checksum"] is True
+    assert info["is_multipart"] is False
+    # Everything else agrees with the library.
+    assert info["filename"] == str(path)
+    assert info["size"] == path.stat().st_size == a.filesize
+    assert info["uuid"] == str(a.uuid)
+    assert info["checksum"] == a.checksum and len(a.checksum) == 32
+    assert info["counts"] == {
+        "all": a.all_entry_count,
+        "entry": a.entry_count,
+        "article": a.article_count,
+        "media": a.media_count,
+    }
+    assert info["has_fulltext_index"] == a.has_fulltext_index
+    assert info["illustration_sizes"] == sorted(a.get_illustration_sizes())
+    assert sorted(info["metadata"]) == sorted(a.metadata_keys)
+    for key in a.metadata_keys:
+        raw = a.get_metadata(key)
+        try:
+            expected = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            expected = {"bytes": len(raw)}
+        assert info["metadata"][key] == expected, key
+
+
+def test_info_text_small():
+    proc = zim("info", SMALL)
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout.decode()
+    assert "main.html" in text and "Test ZIM file" in text
+    assert "16 in all" in text
+    assert "<binary, " in text  # the illustration is not dumped as text
+    assert Archive(SMALL).checksum in text
+
+
+def test_info_wikibooks_split_equals_unsplit():
+    whole = zim_json("info", WIKIBOOKS)
+    split = zim_json("info", WIKIBOOKS_SPLIT)
+    assert whole["is_multipart"] is False and split["is_multipart"] is True
+    a = Archive(WIKIBOOKS)
+    assert whole["counts"]["article"] == a.article_count == 66  # "~66 articles"
+    assert whole["has_fulltext_index"] is False
+    assert whole["metadata"]["Language"] == "bel"
+    for key in ("uuid", "counts", "checksum", "main_entry", "metadata", "has_fulltext_index"):
+        assert whole[key] == split[key], key
+    assert whole["main_entry"]["target_title"] == a.main_entry.get_item().title
+
+
+@pytest.mark.parametrize("path", INVALID + [NONS / "small.zim.embedded.multi"], ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_info_invalid_archives(path):
+    proc = zim("info", path, "--json")
+    if proc.returncode == 0:  # libzim accepts a few of them; then the output must be sound
+        assert json.loads(proc.stdout)["filename"] == str(path)
+    else:
+        assert_one_line_error(proc, names=str(path))
+        if proc.stdout:  # opened, but some fields were unreadable: reported, not hidden
+            report = json.loads(proc.stdout)
+            assert report["filename"] == str(path) and report["errors"]
+
+
+def test_info_partly_unreadable_archive():
+    # Opens, but the media count (read from the M/Counter cluster) and metadata are unreadable.
+    path = NONS / "invalid.outofbounds_first_clusterptr.zim"
+    proc = zim("info", path)
+    line = assert_one_line_error(proc, names=str(path))
+    try:
+        Archive(path)
+    except Exception:  # noqa: BLE001
+        assert proc.stdout == b""  # refused on open: nothing to show
+        return
+    assert "cannot read" in line
+    text = proc.stdout.decode()
+    assert "<unreadable" in text and "main.html" in text  # the readable fields are still shown
+
+
+@pytest.mark.parametrize("path", ["/nonexistent/dir/x.zim", "/"])
+def test_info_unopenable(path):
+    assert_one_line_error(zim("info", path), names=path)
+
+
+# ----------------------------------------------------------------------------- get
+
+
+@pytest.mark.parametrize(
+    "archive,path",
+    [
+        (SMALL, "main.html"),
+        (SMALL, "favicon.png"),  # binary
+        (WITHNS / "small.zim", "A/main.html"),
+        (WIKIBOOKS, "Першая_старонка.html"),  # non-ASCII path
+        (WIKIBOOKS_SPLIT, "j/head.js"),  # largest item, from the multi-part archive
+    ],
+)
+def test_get_bytes_equal_library(archive, path):
+    proc = zim("get", archive, path)
+    assert proc.returncode == 0, proc.stderr
+    expected = bytes(Archive(archive).get_entry_by_path(path).get_item().content)
+    assert len(expected) > 0
+    assert proc.stdout == expected
+    assert proc.stderr == ""
+
+
+def test_get_follows_redirects():
+    a = Archive(WIKIBOOKS)
+    entry = a.get_entry_by_path("Main_Page.html")
+    assert entry.is_redirect
+    target = entry.get_redirect_entry()
+    proc = zim("get", WIKIBOOKS, "Main_Page.html")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == bytes(target.get_item().content)
+
+
+def test_get_main_entry_by_its_own_path():
+    a = Archive(SMALL)
+    assert a.main_entry.path == "mainPage" and not a.has_entry_by_path("mainPage")
+    proc = zim("get", SMALL, "mainPage")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == bytes(a.get_entry_by_path("main.html").get_item().content)
+
+
+def test_get_to_file(tmp_path):
+    out = tmp_path / "favicon.png"
+    proc = zim("get", SMALL, "favicon.png", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b""
+    assert out.read_bytes() == bytes(Archive(SMALL).get_entry_by_path("favicon.png").get_item().content)
+
+
+def test_get_missing_path():
+    proc = zim("get", SMALL, "no/such/entry.html")
+    line = assert_one_line_error(proc, names=str(SMALL))
+    assert "no/such/entry.html" in line
+    assert proc.stdout == b""
+
+
+def test_get_unwritable_output():
+    assert_one_line_error(zim("get", SMALL, "main.html", "-o", "/nonexistent/dir/out.html"), names="/nonexistent/dir/out.html")
+
+
+def test_get_unreadable_content_is_one_line():
+    # Opens, but most items point outside the file (libzim prints an assertion dump).
+    # Whether the binding refuses it on open or on reading content,
+    # `get` must fail with one line.
+    path = NONS / "invalid.outofbounds_first_clusterptr.zim"
+    bad = "main.html"
+    try:
+        a = Archive(path)
+    except Exception:  # noqa: BLE001
+        pass
+    else:
+        bad = None
+        for entry in a.iter_by_path():
+            if entry.is_redirect:
+                continue
+            try:
+                bytes(entry.get_item().content)
+            except Exception:  # noqa: BLE001
+                bad = entry.path
+                break
+        assert bad is not None
+    assert_one_line_error(zim("get", path, bad), names=str(path))
+
+
+def test_get_broken_pipe_is_quiet():
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "libzim", "get", WIKIBOOKS, "j/head.js"],  # 134 kB: more than a pipe holds
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO_ROOT,
+        env=_env(),
+    )
+    assert proc.stdout.read(10)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    rc = proc.wait(timeout=60)
+    assert err == ""
+    assert rc in (0, 141)
+
+
+# ----------------------------------------------------------------------------- check
+
+
+@pytest.mark.parametrize("scheme", ["nons", "withns"])
+def test_check_small_passes(scheme):
+    proc = zim("check", SUITE / scheme / "small.zim")
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout.decode()
+    assert "FAILED" not in text
+    assert "passed" in text
+
+
+def test_check_json_small():
+    from libzim.reader import INTEGRITY_CHECKS
+
+    report = zim_json("check", SMALL)
+    assert report["ok"] is True
+    assert [c["name"] for c in report["checks"]] == [*INTEGRITY_CHECKS, "check()"]
+    assert all(c["ok"] for c in report["checks"])
+
+
+def test_check_bad_mimetype_fails():
+    proc = zim("check", BAD_MIMETYPE, "--json")
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    report = json.loads(proc.stdout)
+    by_name = {c["name"]: c for c in report["checks"]}
+    assert report["ok"] is False
+    expected_failed = set(Archive(BAD_MIMETYPE).validate())
+    assert "dirent_mimetypes" in expected_failed
+    assert {n for n, c in by_name.items() if not c["ok"] and n != "check()"} == expected_failed
+    assert "MIME" in by_name["dirent_mimetypes"]["message"]
+    assert by_name["check()"]["ok"] is Archive(BAD_MIMETYPE).check() is False
+    # Text mode: exit 1, failures named, libzim's own prints not leaked as extra stderr lines.
+    text = zim("check", BAD_MIMETYPE)
+    assert text.returncode == 1
+    assert "FAILED" in text.stdout.decode() and "dirent_mimetypes" in text.stdout.decode()
+    assert text.stderr == ""
+
+
+@pytest.mark.parametrize("path", INVALID, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_check_every_invalid_archive_fails(path):
+    proc = zim("check", path)
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    if proc.stderr:
+        assert_one_line_error(proc, names=str(path))
+
+
+# ----------------------------------------------------------------------------- search
+
+
+def test_search_without_fulltext_index_is_an_error():
+    line = assert_one_line_error(zim("search", SMALL, "test"), names=str(SMALL))
+    assert "full-text index" in line
+
+
+def test_search_none_indexed_among_several():
+    line = assert_one_line_error(zim("search", SMALL, WIKIBOOKS, "test"))
+    assert "full-text index" in line and str(SMALL) in line and str(WIKIBOOKS) in line
+
+
+def test_search_json_matches_library(ft_zim):
+    from libzim.search import Query, Searcher
+
+    out = zim_json("search", ft_zim, "quokka")
+    search = Searcher(Archive(ft_zim)).search(Query().set_query("quokka"))
+    expected = list(search.get_results(0, 10))
+    assert out["estimated_matches"] == search.get_estimated_matches()
+    assert [(r["path"], r["title"], r["score"]) for r in out["results"]] == [
+        (r.path, r.title, r.score) for r in expected
+    ]
+    paths = {r["path"] for r in out["results"]}
+    assert {"quokka.html", "both.html"} <= paths
+    assert "zebra.html" not in paths and "other.html" not in paths
+    top = out["results"][0]
+    assert top["archive"] == ft_zim.name and top["archive_path"] == str(ft_zim)
+    assert all("<b>" in r["snippet"].lower() and "quokka" in r["snippet"].lower() for r in out["results"])
+
+
+def test_search_limit_and_no_snippets(ft_zim):
+    out = zim_json("search", ft_zim, "zebra", "--limit", "1", "--no-snippets")
+    assert len(out["results"]) == 1
+    assert "snippet" not in out["results"][0]
+    assert out["estimated_matches"] >= 2
+
+
+def test_search_text_output_is_plain_when_piped(ft_zim):
+    proc = zim("search", ft_zim, "quokka")
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout.decode()
+    assert "Quokka facts" in text and "quokka.html" in text
+    assert "<b>" not in text and "\033[" not in text
+    assert "quokka" in text.lower()
+
+
+def test_search_across_archives_warns_about_unindexed(ft_zim):
+    proc = zim("search", ft_zim, SMALL, "zebra", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" in proc.stderr and str(SMALL) in proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["archives"] == [str(ft_zim)] and out["not_searched"] == [str(SMALL)]
+    assert {r["path"] for r in out["results"]} >= {"zebra.html", "both.html"}
+
+
+def test_search_threads_prints_throughput(ft_zim):
+    proc = zim("search", ft_zim, "quokka", "--threads", "2", "--repeat", "12", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["throughput"]["searches"] == 12
+    assert out["throughput"]["threads"] == 2
+    assert out["throughput"]["consistent"] is True
+    assert "searches/s" in proc.stderr and "p50" in proc.stderr and "p95" in proc.stderr
+
+
+def test_search_bad_query_is_one_line(ft_zim):
+    # The binding refuses queries over 64 KiB.
+    line = assert_one_line_error(zim("search", ft_zim, "quokka " * 10000))
+    assert len(line) < 400
+
+
+def test_search_empty_query_is_usage_error(ft_zim):
+    assert_one_line_error(zim("search", ft_zim, "  "), code=2)
+
+
+def test_search_ctrl_c_exits_130(ft_zim):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "libzim", "search", ft_zim, "quokka", "--threads", "2", "--repeat", "100000000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO_ROOT,
+        env=_env(),
+    )
+    # Text mode prints (and flushes) the results before the threaded loop starts.
+    first = proc.stdout.readline()
+    assert b"matches for 'quokka'" in first, (first, proc.stderr.read())
+    time.sleep(0.3)
+    assert proc.poll() is None, proc.stderr.read()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert b"Traceback" not in err
+
+
+# ----------------------------------------------------------------------------- suggest
+
+
+def test_suggest_json_matches_library(ft_zim):
+    from libzim.suggestion import SuggestionSearcher
+
+    out = zim_json("suggest", ft_zim, "quokka")
+    expected = list(SuggestionSearcher(Archive(ft_zim)).suggest("quokka").get_results(0, 10))
+    assert [(r["path"], r["title"], r["snippet"]) for r in out["results"]] == [
+        (r.path, r.title, r.snippet) for r in expected
+    ]
+    assert out["results"][0]["title"] == "Quokka facts"
+
+
+def test_suggest_wikibooks_text():
+    proc = zim("suggest", WIKIBOOKS, "Першая", "--limit", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert "Першая старонка" in proc.stdout.decode("utf-8")
+
+
+def test_suggest_invalid_archive():
+    assert_one_line_error(zim("suggest", NONS / "invalid.smaller_than_header.zim", "x"), names="invalid.smaller_than_header.zim")
+
+
+# ----------------------------------------------------------------------------- bench
+
+
+def test_builtin_bench(ft_zim):
+    out = zim_json("bench", ft_zim, "--quick", "--duration", "0.2")
+    runs = out["runs"]
+    assert {(r["threads"], r["snippets"]) for r in runs} == {(1, False), (2, False), (1, True), (2, True)}
+    assert all(r["searches"] > 0 and r["searches_per_second"] > 0 and r["consistent"] for r in runs)
+    assert out["archives"] == [str(ft_zim)]
