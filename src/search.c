@@ -195,7 +195,8 @@ static PyMemberDef result_members[] = {
      "Highlighted extract; '' when snippets were not asked for."},
     {"score", T_INT, offsetof(ResultObject, score), READONLY, "Relevance, in percent."},
     {"word_count", T_INT, offsetof(ResultObject, word_count), READONLY,
-     "Words in the article, as indexed."},
+     "Words in the article, as indexed; -1 when snippets were not asked for (reading it "
+     "costs as much as the rest of a snippet-less hit)."},
     {"archive", T_OBJECT, offsetof(ResultObject, archive), READONLY,
      "The Archive the result comes from."},
     {NULL, 0, 0, 0, NULL},
@@ -755,7 +756,8 @@ static PyMethodDef search_methods[] = {
     {"get_results", (PyCFunction)(void (*)(void))search_get_results,
      METH_FASTCALL | METH_KEYWORDS,
      "get_results(start, count, *, include_snippets=True) -> SearchResultSet\n\n"
-     "With include_snippets=False no article is read: snippets are ''."},
+     "With include_snippets=False no article is read and only the path, title and score "
+     "of each hit are: snippet is '' and word_count -1."},
     {"getResults", (PyCFunction)(void (*)(void))search_get_paths, METH_FASTCALL,
      "3.x API: an iterator over the paths of results start..start+count."},
     {NULL, NULL, 0, NULL},
