@@ -553,43 +553,6 @@ struct zs_searcher {
 
 namespace {
 
-// The slot each thread used last, per searcher. Only compared, never
-// dereferenced unless found among the searcher's idle slots, so a stale
-// entry (a freed searcher) is harmless.
-struct LastSlot {
-    const zs_searcher *searcher;
-    Slot *slot;
-};
-thread_local LastSlot t_last[4];
-
-Slot *take_idle(zs_searcher *s) {
-    // A thread gets back the native searcher it used last when it is free:
-    // its Xapian block caches are in this core's cache, and slots that
-    // migrate between threads made a shared Searcher 20% slower (measured).
-    for (const LastSlot &l : t_last) {
-        if (l.searcher != s)
-            continue;
-        auto it = std::find(s->idle.begin(), s->idle.end(), l.slot);
-        if (it != s->idle.end()) {
-            s->idle.erase(it);
-            return l.slot;
-        }
-    }
-    Slot *sl = s->idle.back();
-    s->idle.pop_back();
-    return sl;
-}
-
-void remember(const zs_searcher *s, Slot *slot) {
-    for (LastSlot &l : t_last)
-        if (l.searcher == s) {
-            l.slot = slot;
-            return;
-        }
-    std::move_backward(std::begin(t_last), std::end(t_last) - 1, std::end(t_last));
-    t_last[0] = {s, slot};
-}
-
 // Holds one pooled native searcher for the length of a call.
 class Lease {
   public:
@@ -597,7 +560,9 @@ class Lease {
         std::unique_lock<std::mutex> lk(s->mu);
         for (;;) {
             if (!s->idle.empty()) {
-                slot_ = take_idle(s);
+                // Most recently used first: its caches are warm.
+                slot_ = s->idle.back();
+                s->idle.pop_back();
                 break;
             }
             if (s->slots.size() < s->cap) {
@@ -619,7 +584,6 @@ class Lease {
             }
             slot_->gen = gen;
         }
-        remember(s, slot_);
     }
     ~Lease() { give_back(); }
     Lease(const Lease &) = delete;
