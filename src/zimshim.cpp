@@ -33,6 +33,10 @@
 struct zs_archive {
     zim::Archive a;
     std::string filename;
+    // How it was opened, so a pooled searcher can open its own copy.
+    std::string path;
+    bool ranged = false;
+    uint64_t offset = 0, size = 0;
 };
 struct zs_entry {
     zim::Entry e;
@@ -233,7 +237,8 @@ extern "C" zs_archive *zs_archive_open(const char *path, int has_range, uint64_t
             }
             // libzim duplicates the descriptor, so ours is closed either way.
             try {
-                h.reset(new zs_archive{zim::Archive(fd, offset, size), path});
+                h.reset(new zs_archive{zim::Archive(fd, offset, size), path, path, true,
+                                       offset, size});
             } catch (...) {
                 ::close(fd);
                 throw;
@@ -247,7 +252,7 @@ extern "C" zs_archive *zs_archive_open(const char *path, int has_range, uint64_t
                 return nullptr;
             }
             zim::Archive a{std::string(path)};
-            h.reset(new zs_archive{std::move(a), {}});
+            h.reset(new zs_archive{std::move(a), {}, path});
             h->filename = h->a.getFilename();
         }
         const zim::Archive &a = h->a;
@@ -525,8 +530,49 @@ extern "C" void zs_iter_free(zs_iter *it) { delete it; }
 
 namespace {
 
+// An archive of a searcher, with what it takes to open it again.
+struct Source {
+    zim::Archive a;
+    std::string path;
+    bool ranged;
+    uint64_t offset, size;
+};
+
+// libzim's Archive serialises lookups with internal mutexes, and every
+// search result's title is a lookup; two threads searching through one
+// Archive contend there (a shared Searcher ran at 75% of independent ones,
+// measured).  So every pooled searcher but the first opens the file again.
+// Should that fail or find another archive (the file was replaced), the
+// shared one is used.
+zim::Archive own_copy(const Source &src) {
+    try {
+        std::unique_ptr<zim::Archive> a;
+        if (src.ranged) {
+            int fd = ::open(src.path.c_str(), O_RDONLY | O_CLOEXEC);
+            if (fd < 0)
+                return src.a;
+            try {
+                a.reset(new zim::Archive(fd, src.offset, src.size));
+            } catch (...) {
+                ::close(fd);
+                throw;
+            }
+            ::close(fd);
+        } else {
+            a.reset(new zim::Archive(src.path));
+        }
+        if (a->getUuid() == src.a.getUuid() && a->getFilesize() == src.a.getFilesize())
+            return *a;
+    } catch (const std::bad_alloc &) {
+        throw;
+    } catch (...) {
+    }
+    return src.a;
+}
+
 struct Slot {
     uint64_t gen = ~uint64_t(0);
+    bool own_files = false;  // opens its own copies of the archives
     std::unique_ptr<zim::Searcher> ft;
     std::unique_ptr<zim::SuggestionSearcher> sg;
     // The last Search served by this slot, kept so a Python Search that asks
@@ -544,7 +590,7 @@ struct zs_searcher {
     zs_search_kind kind;
     std::mutex mu;
     std::condition_variable cv;
-    std::vector<zim::Archive> archives;
+    std::vector<Source> archives;
     uint64_t gen = 0;
     std::vector<std::unique_ptr<Slot>> slots;
     std::vector<Slot *> idle;
@@ -568,12 +614,13 @@ class Lease {
             if (s->slots.size() < s->cap) {
                 s->slots.emplace_back(new Slot);
                 slot_ = s->slots.back().get();
+                slot_->own_files = s->slots.size() > 1;
                 break;
             }
             s->cv.wait(lk);
         }
         if (slot_->gen != s->gen) {
-            std::vector<zim::Archive> archives = s->archives;
+            std::vector<Source> archives = s->archives;
             uint64_t gen = s->gen;
             lk.unlock();
             try {
@@ -628,11 +675,14 @@ class Lease {
     }
 
   private:
-    void rebuild(const std::vector<zim::Archive> &archives) {
+    void rebuild(const std::vector<Source> &sources) {
         Slot &sl = *slot_;
         sl.ft_search.reset();
         sl.sg_search.reset();
         sl.cached_id = 0;
+        std::vector<zim::Archive> archives;
+        for (const Source &src : sources)
+            archives.push_back(sl.own_files ? own_copy(src) : src.a);
         sl.archives = archives;
         sl.indexed_ids.clear();
         for (const auto &a : archives)
@@ -688,10 +738,11 @@ zs_page *finish_page(std::unique_ptr<PageImpl> impl) {
 }
 
 size_t default_cap() {
-    // More native searchers than runnable threads buys nothing but memory;
-    // a little headroom covers threads blocked on disk.
+    // Searches are CPU-bound: more native searchers than cores buys only
+    // memory (each extra one has its own copy of the archives' caches, up to
+    // 16 decompressed clusters each); threads beyond it wait without the GIL.
     unsigned hw = std::thread::hardware_concurrency();
-    return std::max<size_t>(4, 2 * (size_t)(hw ? hw : 2));
+    return std::max<size_t>(2, hw);
 }
 
 }  // namespace
@@ -708,7 +759,8 @@ extern "C" zs_searcher *zs_searcher_new(zs_search_kind kind, zs_archive *const *
         if (env && std::atoi(env) > 0)
             s->cap = (size_t)std::atoi(env);
         for (size_t i = 0; i < n; i++)
-            s->archives.push_back(archives[i]->a);
+            s->archives.push_back(Source{archives[i]->a, archives[i]->path, archives[i]->ranged,
+                                         archives[i]->offset, archives[i]->size});
         return s.release();
     });
 }
@@ -718,7 +770,7 @@ extern "C" int zs_searcher_add_archive(zs_searcher *s, zs_archive *a, zs_error *
         if (s->kind != ZS_FULLTEXT)
             throw std::invalid_argument("only full-text searchers take more archives");
         std::lock_guard<std::mutex> lk(s->mu);
-        s->archives.push_back(a->a);
+        s->archives.push_back(Source{a->a, a->path, a->ranged, a->offset, a->size});
         s->gen++;
         return 0;
     });
@@ -731,7 +783,7 @@ extern "C" int zs_searcher_prepare(zs_searcher *s, zs_error *err) {
             {
                 std::lock_guard<std::mutex> lk(s->mu);
                 any = std::any_of(s->archives.begin(), s->archives.end(),
-                                  [](const zim::Archive &a) { return a.hasFulltextIndex(); });
+                                  [](const Source &src) { return src.a.hasFulltextIndex(); });
             }
             if (!any) {
                 set_error(err, ZS_ERR_NO_INDEX, "no full-text index");
