@@ -67,12 +67,12 @@ typedef struct {
     PyObject_HEAD
     zs_item *h;
     zs_item_info info;
-    PyObject *name;
+    ArchiveObject *archive;
     PyObject *blob;     /* cached content, set once */
     int64_t size;       /* cached, -1 until read */
 } ItemObject;
 
-static PyObject *item_new(zc_state *st, zs_item *h, const zs_item_info *info, PyObject *name) {
+static PyObject *item_new(zc_state *st, zs_item *h, const zs_item_info *info, ArchiveObject *archive) {
     ItemObject *it = PyObject_GC_New(ItemObject, st->Item);
     if (!it) {
         zs_item_free(h);
@@ -80,7 +80,7 @@ static PyObject *item_new(zc_state *st, zs_item *h, const zs_item_info *info, Py
     }
     it->h = h;
     it->info = *info;
-    it->name = Py_NewRef(name);
+    it->archive = (ArchiveObject *)Py_NewRef(archive);
     it->blob = NULL;
     it->size = -1;
     PyObject_GC_Track(it);
@@ -90,14 +90,14 @@ static PyObject *item_new(zc_state *st, zs_item *h, const zs_item_info *info, Py
 static int item_traverse(PyObject *self, visitproc visit, void *arg) {
     ItemObject *it = (ItemObject *)self;
     Py_VISIT(Py_TYPE(self));
-    Py_VISIT(it->name);
+    Py_VISIT(it->archive);
     Py_VISIT(it->blob);
     return 0;
 }
 
 static int item_clear(PyObject *self) {
     ItemObject *it = (ItemObject *)self;
-    Py_CLEAR(it->name);
+    Py_CLEAR(it->archive);
     Py_CLEAR(it->blob);
     return 0;
 }
@@ -124,9 +124,9 @@ static PyObject *item_size(PyObject *self, void *c) {
         uint64_t size = 0;
         zs_error err;
         int rc;
-        NOGIL(rc = zs_item_size(it->h, &size, &err));
+        ZC_ADAPTIVE(&it->archive->read_cost, rc = zs_item_size(it->h, &size, &err));
         if (rc < 0)
-            return zc_raise(zc_state_of(self), &err, it->name);
+            return zc_raise(zc_state_of(self), &err, it->archive->name);
         it->size = (int64_t)size;
     }
     return PyLong_FromLongLong(it->size);
@@ -140,9 +140,9 @@ static PyObject *item_content(PyObject *self, void *c) {
         zs_error err;
         zs_str data = {NULL, 0};
         zs_blob *h;
-        NOGIL(h = zs_item_data(it->h, &data, &err));
+        ZC_ADAPTIVE(&it->archive->read_cost, h = zs_item_data(it->h, &data, &err));
         if (!h)
-            return zc_raise(st, &err, it->name);
+            return zc_raise(st, &err, it->archive->name);
         BlobObject *b = PyObject_New(BlobObject, st->Blob);
         if (!b) {
             zs_blob_free(h);
@@ -199,7 +199,8 @@ static PyType_Spec item_spec = {
 
 /* ==== Entry ================================================================= */
 
-PyObject *zc_entry_new(zc_state *st, zs_entry *h, const zs_entry_info *info, PyObject *name) {
+static PyObject *entry_new(zc_state *st, zs_entry *h, const zs_entry_info *info,
+                           ArchiveObject *archive) {
     EntryObject *e = PyObject_GC_New(EntryObject, st->Entry);
     if (!e) {
         zs_entry_free(h);
@@ -207,19 +208,19 @@ PyObject *zc_entry_new(zc_state *st, zs_entry *h, const zs_entry_info *info, PyO
     }
     e->h = h;
     e->info = *info;
-    e->name = Py_NewRef(name);
+    e->archive = (ArchiveObject *)Py_NewRef(archive);
     PyObject_GC_Track(e);
     return (PyObject *)e;
 }
 
 static int entry_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(Py_TYPE(self));
-    Py_VISIT(((EntryObject *)self)->name);
+    Py_VISIT(((EntryObject *)self)->archive);
     return 0;
 }
 
 static int entry_clear(PyObject *self) {
-    Py_CLEAR(((EntryObject *)self)->name);
+    Py_CLEAR(((EntryObject *)self)->archive);
     return 0;
 }
 
@@ -244,10 +245,10 @@ static PyObject *entry_get_redirect_entry(PyObject *self, PyObject *noargs) {
     zs_entry_info info;
     zs_error err;
     zs_entry *h;
-    NOGIL(h = zs_entry_redirect(e->h, &info, &err));
+    ZC_ADAPTIVE(&e->archive->lookup_cost, h = zs_entry_redirect(e->h, &info, &err));
     if (!h)
-        return zc_raise(st, &err, e->name);
-    return zc_entry_new(st, h, &info, e->name);
+        return zc_raise(st, &err, e->archive->name);
+    return entry_new(st, h, &info, e->archive);
 }
 
 static PyObject *entry_get_item(PyObject *self, PyObject *noargs) {
@@ -257,10 +258,10 @@ static PyObject *entry_get_item(PyObject *self, PyObject *noargs) {
     zs_item_info info;
     zs_error err;
     zs_item *h;
-    NOGIL(h = zs_entry_item(e->h, &info, &err));
+    ZC_ADAPTIVE(&e->archive->lookup_cost, h = zs_entry_item(e->h, &info, &err));
     if (!h)
-        return zc_raise(st, &err, e->name);
-    return item_new(st, h, &info, e->name);
+        return zc_raise(st, &err, e->archive->name);
+    return item_new(st, h, &info, e->archive);
 }
 
 static PyObject *entry_repr(PyObject *self) {
@@ -322,10 +323,10 @@ typedef struct {
     zs_entry_info infos[ITER_BATCH_MAX];
     size_t pos, n, batch;
     uint64_t remaining;
-    PyObject *name;
+    ArchiveObject *archive;
 } IterObject;
 
-static PyObject *iter_new(zc_state *st, zs_iter *h, uint64_t size, PyObject *name) {
+static PyObject *iter_new(zc_state *st, zs_iter *h, uint64_t size, ArchiveObject *archive) {
     IterObject *self = PyObject_GC_New(IterObject, st->EntryIterator);
     if (!self) {
         zs_iter_free(h);
@@ -336,7 +337,7 @@ static PyObject *iter_new(zc_state *st, zs_iter *h, uint64_t size, PyObject *nam
     self->pos = self->n = 0;
     self->batch = ITER_BATCH_MIN;
     self->remaining = size;
-    self->name = Py_NewRef(name);
+    self->archive = (ArchiveObject *)Py_NewRef(archive);
     PyObject_GC_Track(self);
     if (!self->lock) {
         Py_DECREF(self);
@@ -347,12 +348,12 @@ static PyObject *iter_new(zc_state *st, zs_iter *h, uint64_t size, PyObject *nam
 
 static int iter_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(Py_TYPE(self));
-    Py_VISIT(((IterObject *)self)->name);
+    Py_VISIT(((IterObject *)self)->archive);
     return 0;
 }
 
 static int iter_clear(PyObject *self) {
-    Py_CLEAR(((IterObject *)self)->name);
+    Py_CLEAR(((IterObject *)self)->archive);
     return 0;
 }
 
@@ -386,7 +387,7 @@ static PyObject *iter_next(PyObject *self) {
             s->batch *= 2;
         if (rc < 0) {
             ZC_UNLOCK(s->lock);
-            return zc_raise(zc_state_of(self), &err, s->name);
+            return zc_raise(zc_state_of(self), &err, s->archive->name);
         }
         if (n == 0) {
             zs_iter_free(s->it);
@@ -397,7 +398,7 @@ static PyObject *iter_next(PyObject *self) {
         size_t i = s->pos++;
         if (s->remaining)
             s->remaining--;
-        result = zc_entry_new(zc_state_of(self), s->buf[i], &s->infos[i], s->name);
+        result = entry_new(zc_state_of(self), s->buf[i], &s->infos[i], s->archive);
     }
     ZC_UNLOCK(s->lock);
     return result;  /* NULL without an error set ends the iteration */
@@ -513,6 +514,8 @@ static int archive_init(PyObject *self, PyObject *args, PyObject *kwds) {
     a->info = info;
     for (int i = 0; i < ZS_STAT_COUNT; i++)
         atomic_store(&a->stats[i], -1);
+    atomic_store(&a->lookup_cost, ZC_ADAPTIVE_START_NS);
+    atomic_store(&a->read_cost, ZC_ADAPTIVE_START_NS);
     a->name = Py_NewRef(fsname);
     a->filename = PyObject_CallOneArg(st->pathlib_Path, fsname);
     if (!a->filename) {
@@ -604,7 +607,7 @@ static PyObject *archive_lookup(PyObject *self, int op, PyObject *key, int want_
     zs_entry_info info;
     zs_error err;
     zs_entry *e;
-    NOGIL(e = lookup(h, op, s, len, id, &info, &err));
+    ZC_ADAPTIVE(&ARCHIVE(self)->lookup_cost, e = lookup(h, op, s, len, id, &info, &err));
     zc_archive_leave(self);
     if (!want_entry) {
         if (e) {
@@ -616,17 +619,7 @@ static PyObject *archive_lookup(PyObject *self, int op, PyObject *key, int want_
     }
     if (!e)
         return zc_raise(st, &err, ARCHIVE(self)->name);
-    return zc_entry_new(st, e, &info, ARCHIVE(self)->name);
-}
-
-PyObject *zc_entry_by_path(zc_state *st, PyObject *archive, zs_str path) {
-    (void)st;
-    PyObject *key = zc_str(path);
-    if (!key)
-        return NULL;
-    PyObject *r = archive_lookup(archive, LK_PATH, key, 1);
-    Py_DECREF(key);
-    return r;
+    return entry_new(st, e, &info, ARCHIVE(self));
 }
 
 static PyObject *a_get_entry_by_path(PyObject *self, PyObject *path) { return archive_lookup(self, LK_PATH, path, 1); }
@@ -652,15 +645,15 @@ static PyObject *archive_item(PyObject *self, PyObject *name, long size, int wan
     zs_item *it;
     zs_blob *blob = NULL;
     zs_str data = {NULL, 0};
-    Py_BEGIN_ALLOW_THREADS
-    it = name ? zs_archive_metadata_item(h, s, (size_t)len, &info, &err)
-              : zs_archive_illustration_item(h, (unsigned)size, &info, &err);
-    if (it && want_bytes) {
-        blob = zs_item_data(it, &data, &err);
-        zs_item_free(it);
-        it = NULL;
-    }
-    Py_END_ALLOW_THREADS
+    ZC_ADAPTIVE(&ARCHIVE(self)->read_cost, {
+        it = name ? zs_archive_metadata_item(h, s, (size_t)len, &info, &err)
+                  : zs_archive_illustration_item(h, (unsigned)size, &info, &err);
+        if (it && want_bytes) {
+            blob = zs_item_data(it, &data, &err);
+            zs_item_free(it);
+            it = NULL;
+        }
+    });
     zc_archive_leave(self);
     if (want_bytes) {
         if (!blob)
@@ -671,7 +664,7 @@ static PyObject *archive_item(PyObject *self, PyObject *name, long size, int wan
     }
     if (!it)
         return zc_raise(st, &err, ARCHIVE(self)->name);
-    return item_new(st, it, &info, ARCHIVE(self)->name);
+    return item_new(st, it, &info, ARCHIVE(self));
 }
 
 static PyObject *a_get_metadata(PyObject *self, PyObject *name) { return archive_item(self, name, -1, 1); }
@@ -866,7 +859,7 @@ static PyObject *archive_iter(PyObject *self, zs_order order, PyObject *prefix) 
     zc_archive_leave(self);
     if (!it)
         return zc_raise(st, &err, ARCHIVE(self)->name);
-    return iter_new(st, it, size, ARCHIVE(self)->name);
+    return iter_new(st, it, size, ARCHIVE(self));
 }
 
 static PyObject *a_iter_by_path(PyObject *self, PyObject *n) { (void)n; return archive_iter(self, ZS_BY_PATH, NULL); }

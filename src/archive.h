@@ -4,11 +4,15 @@
 
 #include "module.h"
 
+typedef struct ArchiveObject ArchiveObject;
+
 struct ArchiveObject {
     PyObject_HEAD
     zc_guard guard;           /* zs_archive * */
     zs_archive_info info;     /* read at open; info.filename is not kept */
     atomic_llong stats[ZS_STAT_COUNT];  /* zs_archive_stat results, -1 unknown */
+    zc_cost lookup_cost;      /* dirent lookups: entries, items, redirects */
+    zc_cost read_cost;        /* cluster reads: content, size, metadata */
     PyObject *filename;       /* pathlib.Path */
     PyObject *name;           /* str(filename), starts every error message */
     PyObject *weakreflist;
@@ -18,7 +22,7 @@ typedef struct {
     PyObject_HEAD
     zs_entry *h;
     zs_entry_info info;       /* strings owned by h */
-    PyObject *name;           /* the archive's file name, for messages */
+    ArchiveObject *archive;   /* for messages and call costs; h keeps the file */
 } EntryObject;
 
 #endif

@@ -266,3 +266,26 @@ def test_close_while_other_threads_read(reference):
     assert not errors, errors[:5]
     assert counts["ok"] > 0 and counts["closed"] > 0, counts
     assert want  # reference was non-empty
+
+
+def test_lookups_release_the_gil_once_they_turn_slow(fast_switching):
+    """Cached lookups keep the GIL (handing it over around a microsecond call
+    costs the caller a switch interval when another thread runs Python); once
+    native lookups turn slow (the shim's test delay stands in for a cold disk)
+    the archive's running average crosses the threshold and the GIL is released."""
+    from libzim import _libzim
+
+    a = Archive(SUITE / "nons" / WIKIBOOKS)
+    paths = [e.path for e in a.iter_by_path()]
+    for _ in range(50):  # warm: the average falls below the threshold
+        for p in paths[:20]:
+            a.get_entry_by_path(p)
+    previous = _libzim._test_delay(20_000)
+    try:
+        slow = _progress_during(lambda: a.get_entry_by_path(paths[0]), min_total=0.3, min_calls=10)
+    finally:
+        _libzim._test_delay(previous)
+    held = _progress_during(_gil_holding_call(0.02), min_total=0.3, min_calls=10)
+    print(f"\nGIL progress [slow lookups]: native={slow[0]:,.0f}/s, GIL-holding={held[0]:,.0f}/s")
+    assert slow[1] >= 100_000
+    assert slow[0] >= 5 * held[0]
