@@ -7,6 +7,7 @@ PY=${PYTHON:-python3}
 # The stubs must describe the built module exactly. Run from elsewhere so the
 # checkout's libzim/ is found once, through the editable install.
 root=$PWD
-(cd /tmp && MYPYPATH="$root/stubs" "$PY" -m mypy.stubtest libzim)
+(cd /tmp && MYPYPATH="$root/stubs" "$PY" -m mypy.stubtest libzim \
+    --allowlist "$root/stubs/stubtest-allowlist.txt")
 "$PY" -m mypy --strict "$root/stubs/libzim"
 "$PY" -m pytest -q "$@"
