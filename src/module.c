@@ -87,20 +87,22 @@ static PyObject *not_supported(PyObject *m, PyObject *args) {
     return NULL;
 }
 
-static PyObject *fault_inject(PyObject *m, PyObject *arg) {
-    (void)m;
+/* The testing hooks take a long and return the previous setting. */
+static PyObject *set_hook(PyObject *arg, long (*hook)(long)) {
     long n = PyLong_AsLong(arg);
     if (n == -1 && PyErr_Occurred())
         return NULL;
-    return PyLong_FromLong(zs_fault_inject(n));
+    return PyLong_FromLong(hook(n));
+}
+
+static PyObject *fault_inject(PyObject *m, PyObject *arg) {
+    (void)m;
+    return set_hook(arg, zs_fault_inject);
 }
 
 static PyObject *test_delay(PyObject *m, PyObject *arg) {
     (void)m;
-    long n = PyLong_AsLong(arg);
-    if (n == -1 && PyErr_Occurred())
-        return NULL;
-    return PyLong_FromLong(zs_test_delay(n));
+    return set_hook(arg, zs_test_delay);
 }
 
 static PyMethodDef module_methods[] = {
