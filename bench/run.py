@@ -338,7 +338,7 @@ def write_chart(rows, meta, path_png: Path):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        log("matplotlib missing (pip install -r bench/requirements.txt): no chart")
+        log("matplotlib missing (pip install -r bench/requirements.txt, or --install): no chart")
         return False
     workloads = [w for w in WORKLOADS if any(r["workload"] == w for r in rows)]
     fig, axes = plt.subplots(1, len(workloads), figsize=(4.2 * len(workloads), 4.4), squeeze=False)
@@ -385,7 +385,8 @@ def main():
     ap.add_argument("--archives", default=None,
                     help=f"comma-separated Debian doc packages (default: {','.join(DEFAULT_ARCHIVES)}; "
                          "linux-doc only if installed or --install)")
-    ap.add_argument("--install", action="store_true", help="apt-get install missing doc packages")
+    ap.add_argument("--install", action="store_true",
+                    help="install what is missing: doc packages and python3-libzim (apt), matplotlib (pip)")
     ap.add_argument("--trials", type=int, default=3)
     ap.add_argument("--duration", type=float, default=3.0, help="seconds per timed window")
     ap.add_argument("--threads", default="1,2,4")
@@ -401,6 +402,10 @@ def main():
     workloads = [w for w in args.workloads.split(",") if w]
     impls = [i for i in args.impls.split(",") if i]
     notes = []
+
+    if args.install and importlib.util.find_spec("matplotlib") is None:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-r",
+                        str(HERE / "requirements.txt")], check=False)
 
     corpus = load_corpus()
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -428,6 +433,8 @@ def main():
             notes.append(f"ours: search workloads skipped, libzim.search not importable ({why})")
             log("ours search skipped:", why)
     if "peer-debian" in impls:
+        if not debian_peer_available() and args.install:
+            subprocess.run(["apt-get", "install", "-y", "-qq", "python3-libzim"], check=False)
         if debian_peer_available():
             commands["peer-debian"] = [DEBIAN_PYTHON, str(HERE / "worker_peer.py")]
         else:
