@@ -33,6 +33,8 @@ from typing import Any, Callable, Sequence
 
 import libzim
 from libzim import ZimError
+from libzim.search import Query, Searcher
+from libzim.suggestion import SuggestionSearcher
 
 PROG = "zim"
 BOLD = "\033[1m"
@@ -288,26 +290,6 @@ def _open_archive(path: str | os.PathLike[str]) -> Any:
     if cap.text.strip():  # libzim complained but opened it: pass its words on
         sys.stderr.write(cap.text)
     return archive
-
-
-def _search_module() -> Any:
-    try:
-        from libzim import search
-    except ImportError as e:  # pragma: no cover - depends on the build
-        raise CLIError(f"full-text search is not available in this build ({e})")
-    if not hasattr(search, "Searcher") or not hasattr(search, "Query"):
-        raise CLIError("full-text search is not available in this build (libzim.search has no Searcher)")
-    return search
-
-
-def _suggestion_module() -> Any:
-    try:
-        from libzim import suggestion
-    except ImportError as e:  # pragma: no cover
-        raise CLIError(f"suggestions are not available in this build ({e})")
-    if not hasattr(suggestion, "SuggestionSearcher"):
-        raise CLIError("suggestions are not available in this build (libzim.suggestion has no SuggestionSearcher)")
-    return suggestion
 
 
 def _metadata(archive: Any) -> dict[str, Any]:
@@ -637,8 +619,8 @@ def _result_dict(r: Any, with_snippet: bool) -> dict[str, Any]:
     return d
 
 
-def _run_search(searcher: Any, search_mod: Any, query: str, limit: int, snippets: bool) -> tuple[int, list[dict[str, Any]]]:
-    s = searcher.search(search_mod.Query().set_query(query))
+def _run_search(searcher: Any, query: str, limit: int, snippets: bool) -> tuple[int, list[dict[str, Any]]]:
+    s = searcher.search(Query().set_query(query))
     estimated = s.get_estimated_matches()
     results = s.get_results(0, limit, include_snippets=snippets)
     return estimated, [_result_dict(r, snippets) for r in results]
@@ -677,12 +659,11 @@ def cmd_search(args: argparse.Namespace) -> int:
     query = args.query
     if not query.strip():
         raise CLIError("empty query", 2)
-    search_mod = _search_module()
     with _quiet():
         archives, without = _searchable(args.archives)
-        searcher = search_mod.Searcher(archives)
+        searcher = Searcher(archives)
         try:
-            estimated, results = _run_search(searcher, search_mod, query, args.limit, args.snippets)
+            estimated, results = _run_search(searcher, query, args.limit, args.snippets)
         except (ZimError, ValueError) as e:
             raise CLIError(f"search for {_short(query)} failed: {_one_line(e)}")
     out: dict[str, Any] = {
@@ -702,7 +683,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         baseline = _digest(results)
 
         def one(_item: int) -> tuple:
-            return _digest(_run_search(searcher, search_mod, query, args.limit, args.snippets)[1])
+            return _digest(_run_search(searcher, query, args.limit, args.snippets)[1])
 
         stats, seen = _hammer(one, 1, args.threads, count=repeat)
         values = seen.get(0, set())
@@ -729,10 +710,9 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_suggest(args: argparse.Namespace) -> int:
     if args.limit < 0:
         raise CLIError("--limit must be >= 0", 2)
-    suggestion = _suggestion_module()
     archive = _open_archive(args.archive)
     try:
-        s = suggestion.SuggestionSearcher(archive).suggest(args.query)
+        s = SuggestionSearcher(archive).suggest(args.query)
         estimated = s.get_estimated_matches()
         results = [{"path": r.path, "title": r.title, "snippet": r.snippet} for r in s.get_results(0, args.limit)]
     except (ZimError, ValueError) as e:
@@ -923,14 +903,13 @@ def _parse_thread_list(text: str) -> list[int]:
 
 
 def _builtin_bench(paths: Sequence[str], threads: list[int], duration: float, limit: int, as_json: bool) -> int:
-    search_mod = _search_module()
     with _quiet():
         archives, without = _searchable(paths)
-        searcher = search_mod.Searcher(archives)
+        searcher = Searcher(archives)
     queries = BENCH_QUERIES
 
     def run(i: int, snippets: bool) -> tuple:
-        return _digest(_run_search(searcher, search_mod, queries[i], limit, snippets)[1])
+        return _digest(_run_search(searcher, queries[i], limit, snippets)[1])
 
     # Reference results, single-threaded; also warms the caches.
     reference = {snip: [run(i, snip) for i in range(len(queries))] for snip in (False, True)}
@@ -1027,25 +1006,24 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise CLIError("--threads must be >= 1", 2)
     if args.duration <= 0:
         raise CLIError("--duration must be > 0", 2)
-    search_mod = _search_module()
     path = _demo_archive(args.cache)
     archive = _open_archive(path)
     if not archive.has_fulltext_index:
         raise CLIError(f"{path}: the demo archive has no full-text index")
-    searcher = search_mod.Searcher(archive)
+    searcher = Searcher(archive)
     print(f"Archive: {path}")
     print(f"  {archive.article_count:,} articles, {_human_size(archive.filesize)}, full-text index")
     print()
 
     reference = []
     for q in DEMO_QUERIES:
-        estimated, results = _run_search(searcher, search_mod, q, args.limit, True)
+        estimated, results = _run_search(searcher, q, args.limit, True)
         reference.append(_digest(results))
         _print_results(q, estimated, results, 1, args.limit)
         print()
 
     def one(i: int) -> tuple:
-        return _digest(_run_search(searcher, search_mod, DEMO_QUERIES[i], args.limit, True)[1])
+        return _digest(_run_search(searcher, DEMO_QUERIES[i], args.limit, True)[1])
 
     print(
         f"Throughput: the {len(DEMO_QUERIES)} queries above, top {args.limit} with snippets, "

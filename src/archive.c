@@ -275,8 +275,9 @@ static PyObject *entry_repr(PyObject *self) {
 
 static PyMethodDef entry_methods[] = {
     {"get_redirect_entry", entry_get_redirect_entry, METH_NOARGS,
-     "The entry this redirect points to."},
-    {"get_item", entry_get_item, METH_NOARGS, "The Item of this entry (redirects are followed)."},
+     "get_redirect_entry($self, /)\n--\n\nThe entry this redirect points to."},
+    {"get_item", entry_get_item, METH_NOARGS,
+     "get_item($self, /)\n--\n\nThe Item of this entry (redirects are followed)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -669,15 +670,23 @@ static PyObject *archive_item(PyObject *self, PyObject *name, long size, int wan
 
 static PyObject *a_get_metadata(PyObject *self, PyObject *name) { return archive_item(self, name, -1, 1); }
 static PyObject *a_get_metadata_item(PyObject *self, PyObject *name) { return archive_item(self, name, -1, 0); }
+ZC_KEYWORD_ARG(a_get_entry_by_path, "get_entry_by_path", "path")
+ZC_KEYWORD_ARG(a_has_entry_by_path, "has_entry_by_path", "path")
+ZC_KEYWORD_ARG(a_get_entry_by_title, "get_entry_by_title", "title")
+ZC_KEYWORD_ARG(a_has_entry_by_title, "has_entry_by_title", "title")
+ZC_KEYWORD_ARG(a_get_entry_by_id, "_get_entry_by_id", "entry_id")
+ZC_KEYWORD_ARG(a_get_metadata, "get_metadata", "name")
+ZC_KEYWORD_ARG(a_get_metadata_item, "get_metadata_item", "name")
 
-static int parse_size(PyObject *const *args, Py_ssize_t nargs, long *size) {
+static int parse_size(const char *fname, PyObject *const *args, Py_ssize_t nargs,
+                      PyObject *kwnames, long *size) {
+    static const char *const names[] = {"size"};
+    PyObject *arg;
     *size = 48; /* libzim's default illustration size */
-    if (nargs > 1) {
-        PyErr_SetString(PyExc_TypeError, "expected at most one argument (size)");
+    if (zc_args(fname, args, nargs, kwnames, names, 1, 1, 0, &arg) < 0)
         return -1;
-    }
-    if (nargs == 1 && args[0] != Py_None) {
-        *size = PyLong_AsLong(args[0]);
+    if (arg && arg != Py_None) {
+        *size = PyLong_AsLong(arg);
         if (*size == -1 && PyErr_Occurred())
             return -1;
         if (*size < 0 || *size > (long)UINT_MAX) {
@@ -688,9 +697,10 @@ static int parse_size(PyObject *const *args, Py_ssize_t nargs, long *size) {
     return 0;
 }
 
-static PyObject *a_get_illustration_item(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+static PyObject *a_get_illustration_item(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                         PyObject *kwnames) {
     long size;
-    if (parse_size(args, nargs, &size) < 0)
+    if (parse_size("get_illustration_item", args, nargs, kwnames, &size) < 0)
         return NULL;
     return archive_item(self, NULL, size, 0);
 }
@@ -725,12 +735,14 @@ static PyObject *a_get_illustration_sizes(PyObject *self, PyObject *noargs) {
     return set;
 }
 
-static PyObject *a_has_illustration(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+static PyObject *a_has_illustration(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                    PyObject *kwnames) {
     zc_state *st = zc_state_of(self);
     long size;
     unsigned sizes[64];
     size_t n = 0;
-    if (parse_size(args, nargs, &size) < 0 || !illustration_sizes(self, st, sizes, &n))
+    if (parse_size("has_illustration", args, nargs, kwnames, &size) < 0 ||
+        !illustration_sizes(self, st, sizes, &n))
         return NULL;
     for (size_t i = 0; i < n; i++)
         if (sizes[i] == (unsigned)size)
@@ -867,6 +879,8 @@ static PyObject *a_iter_by_title(PyObject *self, PyObject *n) { (void)n; return 
 static PyObject *a_iter_efficient(PyObject *self, PyObject *n) { (void)n; return archive_iter(self, ZS_BY_CLUSTER, NULL); }
 static PyObject *a_find_by_path(PyObject *self, PyObject *p) { return archive_iter(self, ZS_BY_PATH, p); }
 static PyObject *a_find_by_title(PyObject *self, PyObject *p) { return archive_iter(self, ZS_BY_TITLE, p); }
+ZC_KEYWORD_ARG(a_find_by_path, "find_by_path", "prefix")
+ZC_KEYWORD_ARG(a_find_by_title, "find_by_title", "prefix")
 
 static PyObject *a_close(PyObject *self, PyObject *noargs) {
     (void)noargs;
@@ -1058,36 +1072,56 @@ static PyObject *archive_repr(PyObject *self) {
 
 static PyMethodDef archive_methods[] = {
     {"close", a_close, METH_NOARGS,
+     "close($self, /)\n--\n\n"
      "Release the archive. Later calls raise ClosedError; entries, items and content "
      "views obtained before stay valid."},
     {"__enter__", a_enter, METH_NOARGS, NULL},
     {"__exit__", a_exit, METH_VARARGS, NULL},
-    {"has_entry_by_path", a_has_entry_by_path, METH_O, "Whether an entry has this path."},
-    {"get_entry_by_path", a_get_entry_by_path, METH_O,
+    {"has_entry_by_path", ZC_KW_METHOD(a_has_entry_by_path),
+     "has_entry_by_path($self, /, path)\n--\n\nWhether an entry has this path."},
+    {"get_entry_by_path", ZC_KW_METHOD(a_get_entry_by_path),
+     "get_entry_by_path($self, /, path)\n--\n\n"
      "The Entry at path; EntryNotFoundError (a KeyError) if none."},
-    {"has_entry_by_title", a_has_entry_by_title, METH_O, "Whether an entry has this title."},
-    {"get_entry_by_title", a_get_entry_by_title, METH_O,
+    {"has_entry_by_title", ZC_KW_METHOD(a_has_entry_by_title),
+     "has_entry_by_title($self, /, title)\n--\n\nWhether an entry has this title."},
+    {"get_entry_by_title", ZC_KW_METHOD(a_get_entry_by_title),
+     "get_entry_by_title($self, /, title)\n--\n\n"
      "The first Entry with this title; EntryNotFoundError (a KeyError) if none."},
-    {"get_random_entry", a_get_random_entry, METH_NOARGS, "A random article entry."},
-    {"_get_entry_by_id", a_get_entry_by_id, METH_O,
+    {"get_random_entry", a_get_random_entry, METH_NOARGS,
+     "get_random_entry($self, /)\n--\n\nA random article entry."},
+    {"_get_entry_by_id", ZC_KW_METHOD(a_get_entry_by_id),
+     "_get_entry_by_id($self, /, entry_id)\n--\n\n"
      "The Entry at this index (path order); InvalidIndexError (an IndexError) if out of range."},
-    {"get_metadata", a_get_metadata, METH_O, "A metadata value as bytes."},
-    {"get_metadata_item", a_get_metadata_item, METH_O, "A metadata Item."},
+    {"get_metadata", ZC_KW_METHOD(a_get_metadata),
+     "get_metadata($self, /, name)\n--\n\nA metadata value as bytes."},
+    {"get_metadata_item", ZC_KW_METHOD(a_get_metadata_item),
+     "get_metadata_item($self, /, name)\n--\n\nA metadata Item."},
     {"get_illustration_sizes", a_get_illustration_sizes, METH_NOARGS,
-     "Sizes with an illustration."},
-    {"has_illustration", (PyCFunction)(void (*)(void))a_has_illustration, METH_FASTCALL,
+     "get_illustration_sizes($self, /)\n--\n\nSizes with an illustration."},
+    {"has_illustration", (PyCFunction)(void (*)(void))a_has_illustration,
+     METH_FASTCALL | METH_KEYWORDS,
+     "has_illustration($self, /, size=None)\n--\n\n"
      "Whether an illustration of this size (default 48) exists."},
-    {"get_illustration_item", (PyCFunction)(void (*)(void))a_get_illustration_item, METH_FASTCALL,
+    {"get_illustration_item", (PyCFunction)(void (*)(void))a_get_illustration_item,
+     METH_FASTCALL | METH_KEYWORDS,
+     "get_illustration_item($self, /, size=None)\n--\n\n"
      "The illustration Item of this size (default 48)."},
-    {"check", a_check, METH_NOARGS, "Whether the archive has a checksum and matches it."},
+    {"check", a_check, METH_NOARGS,
+     "check($self, /)\n--\n\nWhether the archive has a checksum and matches it."},
     {"validate", (PyCFunction)(void (*)(void))a_validate, METH_VARARGS | METH_KEYWORDS,
+     "validate($self, /, checks=None)\n--\n\n"
      "Run libzim's integrity checks (all by default); returns the names of those that failed."},
-    {"iter_by_path", a_iter_by_path, METH_NOARGS, "Every entry, in path order."},
-    {"iter_by_title", a_iter_by_title, METH_NOARGS, "Every entry of the title index, in title order."},
+    {"iter_by_path", a_iter_by_path, METH_NOARGS,
+     "iter_by_path($self, /)\n--\n\nEvery user entry, in path order."},
+    {"iter_by_title", a_iter_by_title, METH_NOARGS,
+     "iter_by_title($self, /)\n--\n\nEvery entry of the title index, in title order."},
     {"iter_efficient", a_iter_efficient, METH_NOARGS,
+     "iter_efficient($self, /)\n--\n\n"
      "Every entry, in cluster order: the fastest way to read all content."},
-    {"find_by_path", a_find_by_path, METH_O, "Entries whose path starts with prefix."},
-    {"find_by_title", a_find_by_title, METH_O, "Entries whose title starts with prefix."},
+    {"find_by_path", ZC_KW_METHOD(a_find_by_path),
+     "find_by_path($self, /, prefix)\n--\n\nEntries whose path starts with prefix."},
+    {"find_by_title", ZC_KW_METHOD(a_find_by_title),
+     "find_by_title($self, /, prefix)\n--\n\nEntries whose title starts with prefix."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1134,7 +1168,7 @@ static PyType_Slot archive_slots[] = {
     {Py_tp_richcompare, archive_richcompare},
     {Py_tp_hash, archive_hash},
     {Py_tp_repr, archive_repr},
-    {Py_tp_doc, "Archive(filename, *, offset=None, size=None)\n\nA ZIM archive opened for "
+    {Py_tp_doc, "Archive(filename, *, offset=None, size=None)\n--\n\nA ZIM archive opened for "
                 "reading; safe to share between threads. With offset (and size), the archive "
                 "is read from inside a larger file."},
     {0, NULL},

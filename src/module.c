@@ -49,6 +49,40 @@ const char *zc_utf8(PyObject *s, Py_ssize_t *len, const char *argname) {
     return p;
 }
 
+int zc_args(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+            const char *const *names, int n, int npos, int nreq, PyObject **out) {
+    if (nargs > npos) {
+        PyErr_Format(PyExc_TypeError, "%s() takes at most %d positional argument%s (%zd given)",
+                     fname, npos, npos == 1 ? "" : "s", nargs);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        out[i] = i < nargs ? args[i] : NULL;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        int i = 0;
+        while (i < n && PyUnicode_CompareWithASCIIString(key, names[i]) != 0)
+            i++;
+        if (i == n) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument %R", fname, key);
+            return -1;
+        }
+        if (out[i]) {
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", fname,
+                         names[i]);
+            return -1;
+        }
+        out[i] = args[nargs + k];
+    }
+    for (int i = 0; i < nreq; i++)
+        if (!out[i]) {
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'", fname, names[i]);
+            return -1;
+        }
+    return 0;
+}
+
 /* ---- module-level functions ----------------------------------------------- */
 
 static PyObject *versions(PyObject *m, PyObject *noargs) {

@@ -43,13 +43,35 @@ PyObject *zc_raise(zc_state *st, const zs_error *err, PyObject *what);
 /* Closed-object error naming the file. */
 PyObject *zc_raise_closed(zc_state *st, const char *kind, PyObject *what);
 
+/* Arguments of a METH_FASTCALL | METH_KEYWORDS method, taken by position or
+ * by name as python-libzim's (Cython) methods take them: names[0..n) are the
+ * parameters, the first npos may be positional, the first nreq are
+ * required.  out[i] is borrowed, or NULL when not given. */
+int zc_args(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+            const char *const *names, int n, int npos, int nreq, PyObject **out);
+
+/* A METH_FASTCALL | METH_KEYWORDS wrapper around a METH_O function whose one
+ * parameter may also be passed by name. */
+#define ZC_KEYWORD_ARG(fn, pyname, param)                                          \
+    static PyObject *fn##_kw(PyObject *self, PyObject *const *args, Py_ssize_t nargs, \
+                             PyObject *kwnames) {                                    \
+        static const char *const names_[] = {param};                               \
+        PyObject *arg_;                                                            \
+        if (zc_args(pyname, args, nargs, kwnames, names_, 1, 1, 1, &arg_) < 0)     \
+            return NULL;                                                           \
+        return fn(self, arg_);                                                     \
+    }
+#define ZC_KW_METHOD(fn) ((PyCFunction)(void (*)(void))fn##_kw), METH_FASTCALL | METH_KEYWORDS
+
 /* UTF-8 of a str argument, refusing embedded NULs where libzim would cut. */
 const char *zc_utf8(PyObject *s, Py_ssize_t *len, const char *argname);
 
 /* A str from archive bytes; invalid UTF-8 is replaced, never an error,
  * because corrupt archives must still be walkable. */
 static inline PyObject *zc_str(zs_str s) {
-    return PyUnicode_DecodeUTF8(s.ptr ? s.ptr : "", (Py_ssize_t)s.len, "replace");
+    if (s.len == 0)  /* every snippet of a snippet-less page */
+        return PyUnicode_New(0, 0);
+    return PyUnicode_DecodeUTF8(s.ptr, (Py_ssize_t)s.len, "replace");
 }
 
 /*

@@ -53,10 +53,11 @@ static PyObject *query_set_query(PyObject *self, PyObject *text) {
     return Py_NewRef(self);
 }
 
-static PyObject *query_set_georange(PyObject *self, PyObject *args) {
+static PyObject *query_set_georange(PyObject *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"latitude", "longitude", "distance", NULL};
     QueryObject *q = (QueryObject *)self;
     double lat, lon, dist;
-    if (!PyArg_ParseTuple(args, "ddd:set_georange", &lat, &lon, &dist))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "ddd:set_georange", kwlist, &lat, &lon, &dist))
         return NULL;
     if (!isfinite(lat) || !isfinite(lon) || !isfinite(dist) || lat < -90 || lat > 90 ||
         lon < -180 || lon > 180 || dist < 0)
@@ -69,6 +70,8 @@ static PyObject *query_set_georange(PyObject *self, PyObject *args) {
     q->distance = (float)dist;
     return Py_NewRef(self);
 }
+
+ZC_KEYWORD_ARG(query_set_query, "set_query", "query")
 
 static PyObject *query_get_text(PyObject *self, void *c) {
     (void)c;
@@ -101,11 +104,15 @@ static PyObject *query_repr(PyObject *self) {
 }
 
 static PyMethodDef query_methods[] = {
-    {"set_query", query_set_query, METH_O, "Set the query text; returns self."},
-    {"setQuery", query_set_query, METH_O, "3.x alias of set_query."},
-    {"set_georange", query_set_georange, METH_VARARGS,
+    {"set_query", ZC_KW_METHOD(query_set_query),
+     "set_query($self, /, query)\n--\n\nSet the query text; returns self."},
+    {"setQuery", ZC_KW_METHOD(query_set_query),
+     "setQuery($self, /, query)\n--\n\n3.x alias of set_query."},
+    {"set_georange", (PyCFunction)(void (*)(void))query_set_georange, METH_VARARGS | METH_KEYWORDS,
+     "set_georange($self, /, latitude, longitude, distance)\n--\n\n"
      "Restrict to a distance (metres) around latitude, longitude; returns self."},
-    {"setGeorange", query_set_georange, METH_VARARGS, "3.x alias of set_georange."},
+    {"setGeorange", (PyCFunction)(void (*)(void))query_set_georange, METH_VARARGS | METH_KEYWORDS,
+     "setGeorange($self, /, latitude, longitude, distance)\n--\n\n3.x alias of set_georange."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -123,7 +130,7 @@ static PyType_Slot query_slots[] = {
     {Py_tp_methods, query_methods},
     {Py_tp_getset, query_getset},
     {Py_tp_repr, query_repr},
-    {Py_tp_doc, "Query(query='')\n\nA full-text query, independent of any archive."},
+    {Py_tp_doc, "Query(query='')\n--\n\nA full-text query, independent of any archive."},
     {0, NULL},
 };
 
@@ -373,7 +380,8 @@ SearcherObject *zc_searcher_init(PyObject *self, zs_search_kind kind, PyObject *
 }
 
 static int searcher_init(PyObject *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"archives", NULL};
+    /* python-libzim names it "archive"; it may also be an iterable. */
+    static char *kwlist[] = {"archive", NULL};
     PyObject *archives;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:Searcher", kwlist, &archives))
         return -1;
@@ -505,6 +513,9 @@ static PyObject *searcher_search(PyObject *self, PyObject *query) {
     return (PyObject *)zc_search_new(st->Search, s, text, &geo);
 }
 
+ZC_KEYWORD_ARG(searcher_add_archive, "add_archive", "archive")
+ZC_KEYWORD_ARG(searcher_search, "search", "query")
+
 static PyObject *searcher_archives(PyObject *self, void *c) {
     (void)c;
     PyObject *a = ((SearcherObject *)self)->archives;
@@ -528,9 +539,12 @@ PyGetSetDef zc_searcher_getset[] = {
 };
 
 static PyMethodDef searcher_methods[] = {
-    {"add_archive", searcher_add_archive, METH_O, "Search this archive too; returns self."},
-    {"addArchive", searcher_add_archive, METH_O, "3.x alias of add_archive."},
-    {"search", searcher_search, METH_O, "A Search for a Query or a str."},
+    {"add_archive", ZC_KW_METHOD(searcher_add_archive),
+     "add_archive($self, /, archive)\n--\n\nSearch this archive too; returns self."},
+    {"addArchive", ZC_KW_METHOD(searcher_add_archive),
+     "addArchive($self, /, archive)\n--\n\n3.x alias of add_archive."},
+    {"search", ZC_KW_METHOD(searcher_search),
+     "search($self, /, query)\n--\n\nA Search for a Query or a str."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -548,7 +562,7 @@ static PyType_Slot searcher_slots[] = {
     {Py_tp_methods, searcher_methods},
     {Py_tp_getset, zc_searcher_getset},
     {Py_tp_members, searcher_members},
-    {Py_tp_doc, "Searcher(archives)\n\nFull-text search over one Archive or several. Safe "
+    {Py_tp_doc, "Searcher(archive)\n--\n\nFull-text search over one Archive or several. Safe "
                 "to share between threads: each call uses its own pooled native searcher."},
     {0, NULL},
 };
@@ -614,11 +628,7 @@ PyObject *zc_search_estimate_meth(PyObject *self, PyObject *noargs) {
     return search_estimate((SearchObject *)self);
 }
 
-int zc_parse_page_args(PyObject *const *args, Py_ssize_t nargs, int *start, int *count) {
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "expected 2 arguments (start, count), got %zd", nargs);
-        return -1;
-    }
+static int page_args(PyObject *const *args, int *start, int *count) {
     long long v[2];
     for (int i = 0; i < 2; i++) {
         if (!PyLong_Check(args[i])) {
@@ -640,7 +650,7 @@ int zc_parse_page_args(PyObject *const *args, Py_ssize_t nargs, int *start, int 
     }
     *start = (int)v[0];
     *count = (int)v[1];
-    /* Xapian sizes buffers by count: never ask for more than exist. */
+    /* libzim adds them as ints. */
     if (*count > INT_MAX - *start)
         *count = INT_MAX - *start;
     return 0;
@@ -651,9 +661,9 @@ static int archive_index_of(SearcherObject *owner, int i) {
 }
 
 PyObject *zc_search_page(SearchObject *self, PyTypeObject *set_type, PyTypeObject *result_type,
-                         PyObject *const *args, Py_ssize_t nargs, unsigned flags, int as_paths) {
+                         PyObject *const *args, unsigned flags, int as_paths) {
     int start, count;
-    if (zc_parse_page_args(args, nargs, &start, &count) < 0)
+    if (page_args(args, &start, &count) < 0)
         return NULL;
     SearcherObject *owner = search_owner(self);
     if (!owner)
@@ -720,26 +730,27 @@ done:
     return out;
 }
 
+static const char *const page_names[] = {"start", "count", "include_snippets"};
+
 static PyObject *search_get_results(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                     PyObject *kwnames) {
+    PyObject *a[3];
     int snippets = 1;
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    for (Py_ssize_t i = 0; i < nkw; i++) {
-        PyObject *k = PyTuple_GET_ITEM(kwnames, i);
-        if (PyUnicode_CompareWithASCIIString(k, "include_snippets") != 0)
-            return PyErr_Format(PyExc_TypeError,
-                                "get_results() got an unexpected keyword argument %R", k);
-        if ((snippets = PyObject_IsTrue(args[nargs + i])) < 0)
-            return NULL;
-    }
+    if (zc_args("get_results", args, nargs, kwnames, page_names, 3, 2, 2, a) < 0 ||
+        (a[2] && (snippets = PyObject_IsTrue(a[2])) < 0))
+        return NULL;
     zc_state *st = zc_state_of(self);
     unsigned flags = ZS_WANT_TITLE | (snippets ? ZS_WANT_SNIPPET : 0);
-    return zc_search_page((SearchObject *)self, st->ResultSet, st->Result, args, nargs, flags, 0);
+    return zc_search_page((SearchObject *)self, st->ResultSet, st->Result, a, flags, 0);
 }
 
-static PyObject *search_get_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+PyObject *zc_search_get_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames) {
+    PyObject *a[2];
+    if (zc_args("getResults", args, nargs, kwnames, page_names, 2, 2, 2, a) < 0)
+        return NULL;
     zc_state *st = zc_state_of(self);
-    return zc_search_page((SearchObject *)self, st->ResultSet, st->Result, args, nargs, 0, 1);
+    return zc_search_page((SearchObject *)self, st->ResultSet, st->Result, a, 0, 1);
 }
 
 PyObject *zc_search_repr(PyObject *self) {
@@ -751,14 +762,18 @@ PyObject *zc_search_repr(PyObject *self) {
 }
 
 static PyMethodDef search_methods[] = {
-    {"get_estimated_matches", zc_search_estimate_meth, METH_NOARGS, "Estimated number of matches."},
-    {"getEstimatedMatches", zc_search_estimate_meth, METH_NOARGS, "3.x alias of get_estimated_matches."},
+    {"get_estimated_matches", zc_search_estimate_meth, METH_NOARGS,
+     "get_estimated_matches($self, /)\n--\n\nEstimated number of matches."},
+    {"getEstimatedMatches", zc_search_estimate_meth, METH_NOARGS,
+     "getEstimatedMatches($self, /)\n--\n\n3.x alias of get_estimated_matches."},
     {"get_results", (PyCFunction)(void (*)(void))search_get_results,
      METH_FASTCALL | METH_KEYWORDS,
-     "get_results(start, count, *, include_snippets=True) -> SearchResultSet\n\n"
+     "get_results($self, /, start, count, *, include_snippets=True)\n--\n\n"
+     "A SearchResultSet of hits start..start+count.\n\n"
      "With include_snippets=False no article is read and only the path, title and score "
      "of each hit are: snippet is '' and word_count -1."},
-    {"getResults", (PyCFunction)(void (*)(void))search_get_paths, METH_FASTCALL,
+    {"getResults", (PyCFunction)(void (*)(void))zc_search_get_paths, METH_FASTCALL | METH_KEYWORDS,
+     "getResults($self, /, start, count)\n--\n\n"
      "3.x API: an iterator over the paths of results start..start+count."},
     {NULL, NULL, 0, NULL},
 };

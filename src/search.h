@@ -48,6 +48,9 @@ PyObject *zc_search_repr(PyObject *self);
 /* One page: a result set of result_type (flags: ZS_WANT_*), or with as_paths
  * an iterator over path strings (the 3.x API). */
 PyObject *zc_search_page(SearchObject *self, PyTypeObject *set_type, PyTypeObject *result_type,
-                         PyObject *const *args, Py_ssize_t nargs, unsigned flags, int as_paths);
+                         PyObject *const *start_count, unsigned flags, int as_paths);
+/* getResults(start, count): the 3.x API, paths only; both families. */
+PyObject *zc_search_get_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames);
 
 #endif

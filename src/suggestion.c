@@ -28,20 +28,22 @@ static PyObject *sugg_suggest(PyObject *self, PyObject *text) {
     return (PyObject *)zc_search_new(st->SuggestionSearch, s, text, NULL);
 }
 
-static PyObject *sugg_get_results(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    zc_state *st = zc_state_of(self);
-    return zc_search_page((SearchObject *)self, st->SuggestionResultSet, st->SuggestionResult,
-                          args, nargs, ZS_WANT_TITLE | ZS_WANT_SNIPPET, 0);
-}
+ZC_KEYWORD_ARG(sugg_suggest, "suggest", "query")
 
-static PyObject *sugg_get_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+static PyObject *sugg_get_results(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                  PyObject *kwnames) {
+    static const char *const names[] = {"start", "count"};
+    PyObject *a[2];
+    if (zc_args("get_results", args, nargs, kwnames, names, 2, 2, 2, a) < 0)
+        return NULL;
     zc_state *st = zc_state_of(self);
-    return zc_search_page((SearchObject *)self, st->SuggestionResultSet, st->SuggestionResult,
-                          args, nargs, 0, 1);
+    return zc_search_page((SearchObject *)self, st->SuggestionResultSet, st->SuggestionResult, a,
+                          ZS_WANT_TITLE | ZS_WANT_SNIPPET, 0);
 }
 
 static PyMethodDef sugg_searcher_methods[] = {
-    {"suggest", sugg_suggest, METH_O, "A SuggestionSearch for this text."},
+    {"suggest", ZC_KW_METHOD(sugg_suggest),
+     "suggest($self, /, query)\n--\n\nA SuggestionSearch for this text."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -59,7 +61,7 @@ static PyType_Slot sugg_searcher_slots[] = {
     {Py_tp_methods, sugg_searcher_methods},
     {Py_tp_getset, zc_searcher_getset},
     {Py_tp_members, sugg_searcher_members},
-    {Py_tp_doc, "SuggestionSearcher(archive)\n\nTitle suggestions (the title index, or "
+    {Py_tp_doc, "SuggestionSearcher(archive)\n--\n\nTitle suggestions (the title index, or "
                 "title prefixes when the archive has none). Safe to share between threads."},
     {0, NULL},
 };
@@ -72,11 +74,15 @@ static PyType_Spec sugg_searcher_spec = {
 };
 
 static PyMethodDef sugg_search_methods[] = {
-    {"get_estimated_matches", zc_search_estimate_meth, METH_NOARGS, "Estimated number of matches."},
-    {"getEstimatedMatches", zc_search_estimate_meth, METH_NOARGS, "3.x alias of get_estimated_matches."},
-    {"get_results", (PyCFunction)(void (*)(void))sugg_get_results, METH_FASTCALL,
-     "get_results(start, count) -> SuggestionResultSet"},
-    {"getResults", (PyCFunction)(void (*)(void))sugg_get_paths, METH_FASTCALL,
+    {"get_estimated_matches", zc_search_estimate_meth, METH_NOARGS,
+     "get_estimated_matches($self, /)\n--\n\nEstimated number of matches."},
+    {"getEstimatedMatches", zc_search_estimate_meth, METH_NOARGS,
+     "getEstimatedMatches($self, /)\n--\n\n3.x alias of get_estimated_matches."},
+    {"get_results", (PyCFunction)(void (*)(void))sugg_get_results, METH_FASTCALL | METH_KEYWORDS,
+     "get_results($self, /, start, count)\n--\n\nA SuggestionResultSet of suggestions "
+     "start..start+count."},
+    {"getResults", (PyCFunction)(void (*)(void))zc_search_get_paths, METH_FASTCALL | METH_KEYWORDS,
+     "getResults($self, /, start, count)\n--\n\n"
      "3.x API: an iterator over the paths of suggestions start..start+count."},
     {NULL, NULL, 0, NULL},
 };
