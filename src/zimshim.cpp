@@ -1,6 +1,10 @@
 // The only C++ in libzim-c: see zimshim.h for the contract.
 #include "zimshim.h"
 
+// For Archive::getClusterCount(), exported by libzim 8.1.1 but declared only
+// under this macro.
+#define ZIM_PRIVATE
+
 #include <zim/archive.h>
 #include <zim/entry.h>
 #include <zim/error.h>
@@ -202,6 +206,42 @@ zs_item *make_item(zim::Item &&it, zs_item_info *info) {
     return h.release();
 }
 
+// libzim 8.1.1 reads a search index entry's blob offset without a bounds
+// check (FileImpl::getBlobOffset, reached from hasFulltextIndex(),
+// hasTitleIndex() and every searcher's database setup), so a corrupt dirent
+// there is a segfault, found by fuzzing small.zim. Item::getSize() checks the
+// same indexes and throws, so it runs first on every entry that can be an
+// index. In new-namespace archives those live in the X namespace, which the
+// public API cannot name but which sorts last in path order.
+void check_index_entries(const zim::Archive &a) {
+    auto check = [&](const zim::Entry &e) {
+        if (e.isRedirect())
+            return;
+        try {
+            (void)e.getItem().getSize();
+        } catch (const std::exception &ex) {
+            throw zim::ZimFileFormatError("corrupt search index entry '" + e.getPath() +
+                                          "': " + ex.what());
+        }
+    };
+    if (a.hasNewNamespaceScheme()) {
+        const uint32_t n = a.getAllEntryCount();
+        for (uint32_t i = n; i > 0 && i + 16 > n; i--) {
+            zim::Entry e = a.getEntryByPath(i - 1);
+            const std::string path = e.getPath();
+            if (path.size() >= 6 && path.compare(path.size() - 6, 6, "xapian") == 0)
+                check(e);
+        }
+    } else {
+        for (const char *path : {"X/fulltext/xapian", "X/title/xapian", "Z//fulltextIndex/xapian"}) {
+            try {
+                check(a.getEntryByPath(path));
+            } catch (const zim::EntryNotFound &) {
+            }
+        }
+    }
+}
+
 char *join_nul(const std::vector<std::string> &v, size_t *len) {
     size_t total = 0;
     for (const auto &s : v)
@@ -287,8 +327,14 @@ extern "C" int zs_archive_stat(zs_archive *a, zs_stat which, int64_t *out, zs_er
         switch (which) {
         case ZS_STAT_ARTICLE_COUNT: *out = a->a.getArticleCount(); break;
         case ZS_STAT_MEDIA_COUNT: *out = a->a.getMediaCount(); break;
-        case ZS_STAT_HAS_FULLTEXT_INDEX: *out = a->a.hasFulltextIndex(); break;
-        case ZS_STAT_HAS_TITLE_INDEX: *out = a->a.hasTitleIndex(); break;
+        case ZS_STAT_HAS_FULLTEXT_INDEX:
+            check_index_entries(a->a);
+            *out = a->a.hasFulltextIndex();
+            break;
+        case ZS_STAT_HAS_TITLE_INDEX:
+            check_index_entries(a->a);
+            *out = a->a.hasTitleIndex();
+            break;
         default: throw std::invalid_argument("unknown archive statistic");
         }
         return 0;
@@ -483,8 +529,43 @@ struct RangeIter : zs_iter {
     }
 };
 
+// Cluster order computed here rather than by libzim: libzim 8.1.1 sizes its
+// cluster-order list from namespace bounds that a corrupt dirent table can
+// invert, and then zero-fills billions of entries (a fuzzed small.zim spent
+// minutes in memset). Same order as libzim: redirects first, then by
+// cluster; ties keep path order.
+struct ClusterOrderIter : zs_iter {
+    std::shared_ptr<zim::Archive> archive;
+    std::vector<uint32_t> order;
+    size_t pos = 0;
+    explicit ClusterOrderIter(const zim::Archive &a) : archive(new zim::Archive(a)) {
+        const uint32_t n = a.getEntryCount();
+        std::vector<std::pair<uint32_t, uint32_t>> keyed;
+        keyed.reserve(n);
+        for (uint32_t i = 0; i < n; i++) {
+            zim::Entry e = a.getEntryByPath(i);
+            keyed.emplace_back(e.isRedirect() ? 0 : (uint32_t)e.getItem().getClusterIndex(), i);
+        }
+        std::stable_sort(keyed.begin(), keyed.end(),
+                         [](const std::pair<uint32_t, uint32_t> &x,
+                            const std::pair<uint32_t, uint32_t> &y) { return x.first < y.first; });
+        order.reserve(n);
+        for (const auto &k : keyed)
+            order.push_back(k.second);
+        size = order.size();
+    }
+    bool at_end() const override { return pos >= order.size(); }
+    zim::Entry take() override { return archive->getEntryByPath(order[pos++]); }
+};
+
 template <zim::EntryOrder O>
-zs_iter *new_range(zim::Archive::EntryRange<O> r, uint64_t *size) {
+zs_iter *new_range(const zim::Archive &a, zim::Archive::EntryRange<O> r, uint64_t *size) {
+    // A corrupt title listing can claim billions of entries; walking them
+    // would look like a hang.
+    if (r.size() < 0 || (uint64_t)r.size() > a.getAllEntryCount())
+        throw zim::ZimFileFormatError("entry listing claims " + std::to_string(r.size()) +
+                                      " entries, the archive has " +
+                                      std::to_string(a.getAllEntryCount()));
     zs_iter *it = new RangeIter<O>(r);
     *size = it->size;
     return it;
@@ -495,9 +576,13 @@ extern "C" zs_iter *zs_iter_new(zs_archive *a, zs_order order, uint64_t *size,
                                 zs_error *err) {
     return guarded(err, (zs_iter *)nullptr, [&]() -> zs_iter * {
         switch (order) {
-        case ZS_BY_TITLE: return new_range(a->a.iterByTitle(), size);
-        case ZS_BY_CLUSTER: return new_range(a->a.iterEfficient(), size);
-        default: return new_range(a->a.iterByPath(), size);
+        case ZS_BY_TITLE: return new_range(a->a, a->a.iterByTitle(), size);
+        case ZS_BY_CLUSTER: {
+            zs_iter *it = new ClusterOrderIter(a->a);
+            *size = it->size;
+            return it;
+        }
+        default: return new_range(a->a, a->a.iterByPath(), size);
         }
     });
 }
@@ -507,8 +592,8 @@ extern "C" zs_iter *zs_iter_prefix(zs_archive *a, zs_order order, const char *pr
     return guarded(err, (zs_iter *)nullptr, [&]() -> zs_iter * {
         std::string p(prefix, len);
         if (order == ZS_BY_TITLE)
-            return new_range(a->a.findByTitle(p), size);
-        return new_range(a->a.findByPath(p), size);
+            return new_range(a->a, a->a.findByTitle(p), size);
+        return new_range(a->a, a->a.findByPath(p), size);
     });
 }
 
@@ -758,9 +843,11 @@ extern "C" zs_searcher *zs_searcher_new(zs_search_kind kind, zs_archive *const *
         const char *env = std::getenv("LIBZIM_C_SEARCHER_POOL");
         if (env && std::atoi(env) > 0)
             s->cap = (size_t)std::atoi(env);
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+            check_index_entries(archives[i]->a);
             s->archives.push_back(Source{archives[i]->a, archives[i]->path, archives[i]->ranged,
                                          archives[i]->offset, archives[i]->size});
+        }
         return s.release();
     });
 }
@@ -769,6 +856,7 @@ extern "C" int zs_searcher_add_archive(zs_searcher *s, zs_archive *a, zs_error *
     return guarded(err, -1, [&] {
         if (s->kind != ZS_FULLTEXT)
             throw std::invalid_argument("only full-text searchers take more archives");
+        check_index_entries(a->a);
         std::lock_guard<std::mutex> lk(s->mu);
         s->archives.push_back(Source{a->a, a->path, a->ranged, a->offset, a->size});
         s->gen++;
