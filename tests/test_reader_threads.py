@@ -163,7 +163,19 @@ def fast_switching():
     sys.setswitchinterval(old)
 
 
-def _assert_gil_released(label, native_call):
+def _assert_gil_released(label, native_call, attempts=3):
+    # Other processes competing for the two cores can starve the counter
+    # thread during one window and not the other; a binding that holds the
+    # GIL fails every attempt, a loaded machine rarely fails three in a row.
+    for attempt in range(attempts):
+        try:
+            return _measure_gil_release(label, native_call)
+        except AssertionError:
+            if attempt == attempts - 1:
+                raise
+
+
+def _measure_gil_release(label, native_call):
     per_call = _per_call(native_call)
     native = _progress_during(native_call)
     held = _progress_during(_gil_holding_call(max(per_call, 0.002)))
