@@ -213,15 +213,61 @@ zs_item *make_item(zim::Item &&it, zs_item_info *info) {
 // same indexes and throws, so it runs first on every entry that can be an
 // index. In new-namespace archives those live in the X namespace, which the
 // public API cannot name but which sorts last in path order.
+//
+// libzim 8.1.1 also parses the database's "valuesmap" metadata assuming every
+// ';'-separated element has a ':' (read_valuesmap indexes past the end of a
+// split otherwise: a segfault in strtol, also found by fuzzing), so the
+// database is opened here first and that field checked.
+bool valuesmap_ok(const std::string &map) {
+    if (map.empty())
+        return true;
+    size_t start = 0;
+    for (;;) {
+        size_t end = map.find(';', start);
+        std::string elem = map.substr(start, end == std::string::npos ? end : end - start);
+        if (elem.find(':') == std::string::npos)
+            return false;
+        if (end == std::string::npos)
+            return true;
+        start = end + 1;
+    }
+}
+
+void check_index_database(const zim::Item &item) {
+    zim::Item::DirectAccessInfo where = item.getDirectAccessInformation();
+    if (where.first.empty())
+        return;  // compressed: libzim does not use it
+    int fd = ::open(where.first.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;  // libzim will report the same failure itself
+    if (::lseek(fd, (off_t)where.second, SEEK_SET) < 0) {
+        ::close(fd);
+        return;
+    }
+    std::string map;
+    try {
+        Xapian::Database db(fd);  // takes the descriptor
+        map = db.get_metadata("valuesmap");
+    } catch (const Xapian::Error &e) {
+        throw zim::ZimFileFormatError("unreadable search index: " + e.get_description());
+    }
+    if (!valuesmap_ok(map))
+        throw zim::ZimFileFormatError("search index has a malformed values map");
+}
+
 void check_index_entries(const zim::Archive &a) {
     auto check = [&](const zim::Entry &e) {
         if (e.isRedirect())
             return;
         try {
-            (void)e.getItem().getSize();
+            zim::Item item = e.getItem();
+            (void)item.getSize();
+            check_index_database(item);
+        } catch (const std::bad_alloc &) {
+            throw;
         } catch (const std::exception &ex) {
             throw zim::ZimFileFormatError("corrupt search index entry '" + e.getPath() +
-                                          "': " + ex.what());
+                                          "': " + one_line(ex.what()));
         }
     };
     if (a.hasNewNamespaceScheme()) {

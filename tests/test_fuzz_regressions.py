@@ -31,6 +31,21 @@ CASES = {
                 assert "\\n" not in str(e) and "small" in str(e), str(e)
         """,
     ),
+    # A malformed "valuesmap" in the title index's Xapian metadata: libzim
+    # indexes past the end of its split (segfault in strtol).
+    "title-index-valuesmap": (
+        "nons/small.zim",
+        [(1178, 0o331), (2554, 0o136), (9820, 0o266), (15233, 0o73), (16275, 0o165),
+         (17125, 0o231), (18403, 0o371), (21691, 0o0), (25479, 0o134), (27115, 0o242),
+         (30259, 0o350), (32402, 0o254), (36684, 0o63), (38789, 0o52), (39359, 0o331),
+         (39920, 0o356)],
+        """
+        try:
+            SuggestionSearcher(a).suggest("t").get_results(0, 5)
+        except libzim.ArchiveError as e:
+            assert "search index" in str(e) and "\n" not in str(e), str(e)
+        """,
+    ),
     # Inverted namespace bounds: libzim's cluster-order list was sized to
     # billions of entries (minutes of memset, then out of memory).
     "cluster-order-bounds": (
