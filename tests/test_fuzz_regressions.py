@@ -43,7 +43,7 @@ CASES = {
         try:
             SuggestionSearcher(a).suggest("t").get_results(0, 5)
         except libzim.ArchiveError as e:
-            assert "search index" in str(e) and "\n" not in str(e), str(e)
+            assert "search index" in str(e) and "\\n" not in str(e), str(e)
         """,
     ),
     # Inverted namespace bounds: libzim's cluster-order list was sized to
