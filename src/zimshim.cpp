@@ -255,14 +255,17 @@ void check_index_database(const zim::Item &item) {
         throw zim::ZimFileFormatError("search index has a malformed values map");
 }
 
-void check_index_entries(const zim::Archive &a) {
+// with_database: also open the index database (searchers are about to);
+// has_*_index only reads the entry.
+void check_index_entries(const zim::Archive &a, bool with_database) {
     auto check = [&](const zim::Entry &e) {
         if (e.isRedirect())
             return;
         try {
             zim::Item item = e.getItem();
             (void)item.getSize();
-            check_index_database(item);
+            if (with_database)
+                check_index_database(item);
         } catch (const std::bad_alloc &) {
             throw;
         } catch (const std::exception &ex) {
@@ -374,11 +377,11 @@ extern "C" int zs_archive_stat(zs_archive *a, zs_stat which, int64_t *out, zs_er
         case ZS_STAT_ARTICLE_COUNT: *out = a->a.getArticleCount(); break;
         case ZS_STAT_MEDIA_COUNT: *out = a->a.getMediaCount(); break;
         case ZS_STAT_HAS_FULLTEXT_INDEX:
-            check_index_entries(a->a);
+            check_index_entries(a->a, false);
             *out = a->a.hasFulltextIndex();
             break;
         case ZS_STAT_HAS_TITLE_INDEX:
-            check_index_entries(a->a);
+            check_index_entries(a->a, false);
             *out = a->a.hasTitleIndex();
             break;
         default: throw std::invalid_argument("unknown archive statistic");
@@ -890,7 +893,7 @@ extern "C" zs_searcher *zs_searcher_new(zs_search_kind kind, zs_archive *const *
         if (env && std::atoi(env) > 0)
             s->cap = (size_t)std::atoi(env);
         for (size_t i = 0; i < n; i++) {
-            check_index_entries(archives[i]->a);
+            check_index_entries(archives[i]->a, true);
             s->archives.push_back(Source{archives[i]->a, archives[i]->path, archives[i]->ranged,
                                          archives[i]->offset, archives[i]->size});
         }
@@ -902,7 +905,7 @@ extern "C" int zs_searcher_add_archive(zs_searcher *s, zs_archive *a, zs_error *
     return guarded(err, -1, [&] {
         if (s->kind != ZS_FULLTEXT)
             throw std::invalid_argument("only full-text searchers take more archives");
-        check_index_entries(a->a);
+        check_index_entries(a->a, true);
         std::lock_guard<std::mutex> lk(s->mu);
         s->archives.push_back(Source{a->a, a->path, a->ranged, a->offset, a->size});
         s->gen++;
