@@ -237,3 +237,19 @@ def main(impl, impl_name, extra_info=None):
 
 def search_lines(key, query, rank, path, title):
     return f"{key}|{query}|{rank}|{path}|{title}\n"
+
+
+def reader_op(archive, workload, key, a, b, out):
+    """The two reader workloads, the same for every Python implementation:
+    python-libzim's reader API is the one this binding keeps."""
+    if workload == "lookups":
+        entry = archive.get_entry_by_path(a)
+        by_title = archive.get_entry_by_title(b)
+        mime = entry.get_item().mimetype
+        if out is not None:
+            out[0].append(f"{key}|{a}|{entry.title}|{by_title.path}|{mime}\n")
+        return None
+    content = archive.get_entry_by_path(a).get_item().content
+    if out is not None:
+        out[0].append(f"{key}|{a}|{len(content)}|{hashlib.sha256(content).hexdigest()}\n")
+    return len(content)

@@ -6,7 +6,6 @@ which our binding supports; the peer's objects are not meant for that.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 
@@ -51,17 +50,8 @@ class OursImpl:
                 for rank, (p, t, score, s) in enumerate(rows):
                     out[0].append(_harness.search_lines(key, a, rank, p, t))
                     out[1].append(f"{key}|{a}|{rank}|{score}" + (f"|{s}" if snip else "") + "\n")
-        elif workload == "lookups":
-            entry = archive.get_entry_by_path(a)
-            by_title = archive.get_entry_by_title(b)
-            mime = entry.get_item().mimetype
-            if out is not None:
-                out[0].append(f"{key}|{a}|{entry.title}|{by_title.path}|{mime}\n")
-        elif workload == "content":
-            content = archive.get_entry_by_path(a).get_item().content
-            if out is not None:
-                out[0].append(f"{key}|{a}|{len(content)}|{hashlib.sha256(content).hexdigest()}\n")
-            return len(content)
+        else:
+            return _harness.reader_op(archive, workload, key, a, b, out)
 
 
 if __name__ == "__main__":

@@ -49,19 +49,8 @@ class PeerImpl:
                 titles = [archive.get_entry_by_path(p).title for p in paths]
                 if out is not None:
                     out[0].extend(_harness.search_lines(key, a, r, p, t) for r, (p, t) in enumerate(zip(paths, titles)))
-        elif workload == "lookups":
-            entry = archive.get_entry_by_path(a)
-            by_title = archive.get_entry_by_title(b)
-            mime = entry.get_item().mimetype
-            if out is not None:
-                out[0].append(f"{key}|{a}|{entry.title}|{by_title.path}|{mime}\n")
-        elif workload == "content":
-            content = archive.get_entry_by_path(a).get_item().content
-            if out is not None:
-                import hashlib
-
-                out[0].append(f"{key}|{a}|{len(content)}|{hashlib.sha256(content).hexdigest()}\n")
-            return len(content)
+        else:
+            return _harness.reader_op(archive, workload, key, a, b, out)
 
 
 if __name__ == "__main__":

@@ -12,13 +12,6 @@
 #include <math.h>
 #include <sys/stat.h>
 
-#define NOGIL(stmt)                \
-    do {                           \
-        Py_BEGIN_ALLOW_THREADS     \
-        stmt;                      \
-        Py_END_ALLOW_THREADS       \
-    } while (0)
-
 static void free_archive(void *h) { zs_archive_free((zs_archive *)h); }
 
 /* ==== Blob: the buffer behind Item.content ================================ */
@@ -1183,21 +1176,11 @@ static PyType_Spec archive_spec = {
 
 /* ==== setup ====================================================================== */
 
-static int add_type(PyObject *m, PyTypeObject **slot, PyType_Spec *spec, int public) {
-    *slot = (PyTypeObject *)PyType_FromModuleAndSpec(m, spec, NULL);
-    if (!*slot)
-        return -1;
-    if (!public)
-        return 0;
-    const char *dot = strrchr(spec->name, '.');
-    return PyModule_AddObjectRef(m, dot + 1, (PyObject *)*slot);
-}
-
 int zc_archive_init_types(PyObject *m, zc_state *st) {
-    if (add_type(m, &st->Blob, &blob_spec, 0) < 0 || add_type(m, &st->Item, &item_spec, 1) < 0 ||
-        add_type(m, &st->Entry, &entry_spec, 1) < 0 ||
-        add_type(m, &st->EntryIterator, &iter_spec, 1) < 0 ||
-        add_type(m, &st->Archive, &archive_spec, 1) < 0)
+    if (zc_add_type(m, &st->Blob, &blob_spec, 0) < 0 || zc_add_type(m, &st->Item, &item_spec, 1) < 0 ||
+        zc_add_type(m, &st->Entry, &entry_spec, 1) < 0 ||
+        zc_add_type(m, &st->EntryIterator, &iter_spec, 1) < 0 ||
+        zc_add_type(m, &st->Archive, &archive_spec, 1) < 0)
         return -1;
     PyObject *names = PyTuple_New(ZS_CHECK_COUNT);
     for (int i = 0; names && i < ZS_CHECK_COUNT; i++) {

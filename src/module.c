@@ -83,6 +83,15 @@ int zc_args(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject
     return 0;
 }
 
+int zc_add_type(PyObject *m, PyTypeObject **slot, PyType_Spec *spec, int public) {
+    *slot = (PyTypeObject *)PyType_FromModuleAndSpec(m, spec, NULL);
+    if (!*slot)
+        return -1;
+    if (!public)
+        return 0;
+    return PyModule_AddObjectRef(m, strrchr(spec->name, '.') + 1, (PyObject *)*slot);
+}
+
 /* ---- module-level functions ----------------------------------------------- */
 
 static PyObject *versions(PyObject *m, PyObject *noargs) {

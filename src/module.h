@@ -130,6 +130,14 @@ static inline void zc_guard_close(zc_guard *g, void (*free_fn)(void *)) {
     } while (0)
 #define ZC_UNLOCK(lock) PyThread_release_lock(lock)
 
+/* Runs a native call with the GIL released; stmt touches no Python object. */
+#define NOGIL(stmt)                \
+    do {                           \
+        Py_BEGIN_ALLOW_THREADS     \
+        stmt;                      \
+        Py_END_ALLOW_THREADS       \
+    } while (0)
+
 /*
  * Adaptive GIL release, for calls that are usually a few microseconds (a
  * lookup answered from libzim's dirent caches, a read from a cached cluster)
@@ -172,6 +180,10 @@ static inline void zc_cost_note(zc_cost *c, long long ns) {
         }                                                                    \
         zc_cost_note((cost), t1_ - t0_);                                     \
     } while (0)
+
+/* Creates a heap type bound to the module; with public, also adds it to the
+ * module under the last part of its dotted name. */
+int zc_add_type(PyObject *m, PyTypeObject **slot, PyType_Spec *spec, int public);
 
 /* Type-family setup, called from module exec. */
 int zc_archive_init_types(PyObject *m, zc_state *st);

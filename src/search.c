@@ -12,13 +12,6 @@
 #include <limits.h>
 #include <math.h>
 
-#define NOGIL(stmt)                \
-    do {                           \
-        Py_BEGIN_ALLOW_THREADS     \
-        stmt;                      \
-        Py_END_ALLOW_THREADS       \
-    } while (0)
-
 /* Identifies Search objects to the pool's per-searcher query cache. */
 static atomic_ullong next_search_id = 1;
 
@@ -844,19 +837,12 @@ static PyType_Spec set_spec = {"libzim.search.SearchResultSet", sizeof(ResultSet
 PyType_Spec zc_sugg_result_spec = {"libzim.suggestion.SuggestionResult", sizeof(ResultObject), 0, FROZEN, sugg_result_slots};
 PyType_Spec zc_sugg_set_spec = {"libzim.suggestion.SuggestionResultSet", sizeof(ResultSetObject), 0, FROZEN, sugg_set_slots};
 
-static int add_type(PyObject *m, PyTypeObject **slot, PyType_Spec *spec) {
-    *slot = (PyTypeObject *)PyType_FromModuleAndSpec(m, spec, NULL);
-    if (!*slot)
-        return -1;
-    return PyModule_AddObjectRef(m, strrchr(spec->name, '.') + 1, (PyObject *)*slot);
-}
-
 int zc_search_init_types(PyObject *m, zc_state *st) {
-    if (add_type(m, &st->Query, &query_spec) < 0 || add_type(m, &st->Result, &result_spec) < 0 ||
-        add_type(m, &st->ResultSet, &set_spec) < 0 || add_type(m, &st->Search, &search_spec) < 0 ||
-        add_type(m, &st->Searcher, &searcher_spec) < 0 ||
-        add_type(m, &st->SuggestionResult, &zc_sugg_result_spec) < 0 ||
-        add_type(m, &st->SuggestionResultSet, &zc_sugg_set_spec) < 0)
+    if (zc_add_type(m, &st->Query, &query_spec, 1) < 0 || zc_add_type(m, &st->Result, &result_spec, 1) < 0 ||
+        zc_add_type(m, &st->ResultSet, &set_spec, 1) < 0 || zc_add_type(m, &st->Search, &search_spec, 1) < 0 ||
+        zc_add_type(m, &st->Searcher, &searcher_spec, 1) < 0 ||
+        zc_add_type(m, &st->SuggestionResult, &zc_sugg_result_spec, 1) < 0 ||
+        zc_add_type(m, &st->SuggestionResultSet, &zc_sugg_set_spec, 1) < 0)
         return -1;
     return 0;
 }

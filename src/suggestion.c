@@ -106,13 +106,8 @@ static PyType_Spec sugg_search_spec = {
 };
 
 int zc_suggestion_init_types(PyObject *m, zc_state *st) {
-    st->SuggestionSearcher = (PyTypeObject *)PyType_FromModuleAndSpec(m, &sugg_searcher_spec, NULL);
-    if (!st->SuggestionSearcher ||
-        PyModule_AddObjectRef(m, "SuggestionSearcher", (PyObject *)st->SuggestionSearcher) < 0)
-        return -1;
-    st->SuggestionSearch = (PyTypeObject *)PyType_FromModuleAndSpec(m, &sugg_search_spec, NULL);
-    if (!st->SuggestionSearch ||
-        PyModule_AddObjectRef(m, "SuggestionSearch", (PyObject *)st->SuggestionSearch) < 0)
+    if (zc_add_type(m, &st->SuggestionSearcher, &sugg_searcher_spec, 1) < 0 ||
+        zc_add_type(m, &st->SuggestionSearch, &sugg_search_spec, 1) < 0)
         return -1;
     return 0;
 }

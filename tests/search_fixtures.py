@@ -19,12 +19,11 @@ from __future__ import annotations
 import html as _html
 import re
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-import libzim
 from libzim._corpus import build_zim_from_dir, ensure_debian_doc_zim
 from libzim.reader import Archive
 

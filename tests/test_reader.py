@@ -12,7 +12,6 @@ import gc
 import hashlib
 import inspect
 import io
-import os
 import re
 import shutil
 import subprocess
@@ -26,7 +25,7 @@ import libzim.reader
 import libzim.version
 from libzim.reader import Archive
 
-from conftest import SUITE, WIKIBOOKS, WIKIBOOKS_SPLIT, entry_record, read_every_entry
+from conftest import SUITE, WIKIBOOKS, WIKIBOOKS_SPLIT, read_every_entry
 
 NONS = SUITE / "nons"
 WITHNS = SUITE / "withns"
