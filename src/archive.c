@@ -61,8 +61,8 @@ typedef struct {
     zs_item *h;
     zs_item_info info;
     ArchiveObject *archive;
-    PyObject *blob;     /* cached content, set once */
-    int64_t size;       /* cached, -1 until read */
+    PyObject *blob;     /* cached content, set once (ZC_BEGIN_CS) */
+    atomic_llong size;  /* cached, -1 until read */
 } ItemObject;
 
 static PyObject *item_new(zc_state *st, zs_item *h, const zs_item_info *info, ArchiveObject *archive) {
@@ -75,7 +75,7 @@ static PyObject *item_new(zc_state *st, zs_item *h, const zs_item_info *info, Ar
     it->info = *info;
     it->archive = (ArchiveObject *)Py_NewRef(archive);
     it->blob = NULL;
-    it->size = -1;
+    atomic_store(&it->size, -1);
     PyObject_GC_Track(it);
     return (PyObject *)it;
 }
@@ -113,22 +113,28 @@ static PyObject *item_index(PyObject *self, void *c) { (void)c; return PyLong_Fr
 static PyObject *item_size(PyObject *self, void *c) {
     (void)c;
     ItemObject *it = (ItemObject *)self;
-    if (it->size < 0) {
+    long long known = atomic_load(&it->size);
+    if (known < 0) {
         uint64_t size = 0;
         zs_error err;
         int rc;
         ZC_ADAPTIVE(&it->archive->read_cost, rc = zs_item_size(it->h, &size, &err));
         if (rc < 0)
             return zc_raise(zc_state_of(self), &err, it->archive->name);
-        it->size = (int64_t)size;
+        known = (long long)size;
+        atomic_store(&it->size, known);
     }
-    return PyLong_FromLongLong(it->size);
+    return PyLong_FromLongLong(known);
 }
 
 static PyObject *item_content(PyObject *self, void *c) {
     (void)c;
     ItemObject *it = (ItemObject *)self;
-    if (!it->blob) {
+    PyObject *blob;
+    ZC_BEGIN_CS(self);
+    blob = Py_XNewRef(it->blob);
+    ZC_END_CS();
+    if (!blob) {
         zc_state *st = zc_state_of(self);
         zs_error err;
         zs_str data = {NULL, 0};
@@ -144,12 +150,16 @@ static PyObject *item_content(PyObject *self, void *c) {
         b->h = h;
         b->data = data;
         /* Another thread may have read it meanwhile; keep the first. */
+        ZC_BEGIN_CS(self);
         if (!it->blob)
-            it->blob = (PyObject *)b;
-        else
-            Py_DECREF(b);
+            it->blob = Py_NewRef(b);
+        blob = Py_NewRef(it->blob);
+        ZC_END_CS();
+        Py_DECREF(b);
     }
-    return PyMemoryView_FromObject(it->blob);
+    PyObject *view = PyMemoryView_FromObject(blob);
+    Py_DECREF(blob);
+    return view;
 }
 
 static PyObject *item_repr(PyObject *self) {

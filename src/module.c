@@ -251,6 +251,12 @@ static PyModuleDef_Slot module_slots[] = {
 #ifdef Py_mod_multiple_interpreters
     {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
 #endif
+#ifdef Py_mod_gil
+    /* Native handles are guarded by atomics (zc_guard), the searcher pool by
+     * its own mutex, iterators by a per-object lock, and the remaining
+     * mutable fields by critical sections (ZC_BEGIN_CS). */
+    {Py_mod_gil, Py_MOD_GIL_NOT_USED},
+#endif
     {0, NULL},
 };
 

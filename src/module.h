@@ -130,6 +130,18 @@ static inline void zc_guard_close(zc_guard *g, void (*free_fn)(void *)) {
     } while (0)
 #define ZC_UNLOCK(lock) PyThread_release_lock(lock)
 
+/* Per-object critical sections for the little mutable state (an item's
+ * cached content, a Query's fields, a Searcher's archive list): real locks on
+ * free-threaded builds (3.13t), where the module declares Py_MOD_GIL_NOT_USED;
+ * with a GIL, which already serialises them, plain blocks. */
+#ifdef Py_BEGIN_CRITICAL_SECTION
+#define ZC_BEGIN_CS(o) Py_BEGIN_CRITICAL_SECTION(o)
+#define ZC_END_CS() Py_END_CRITICAL_SECTION()
+#else
+#define ZC_BEGIN_CS(o) {
+#define ZC_END_CS() }
+#endif
+
 /* Runs a native call with the GIL released; stmt touches no Python object. */
 #define NOGIL(stmt)                \
     do {                           \

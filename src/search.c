@@ -34,15 +34,22 @@ static int query_init(PyObject *self, PyObject *args, PyObject *kwds) {
     PyObject *text = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|U:Query", kwlist, &text))
         return -1;
-    Py_XSETREF(q->text, text ? Py_NewRef(text) : PyUnicode_FromString(""));
-    return q->text ? 0 : -1;
+    PyObject *value = text ? Py_NewRef(text) : PyUnicode_FromString("");
+    if (!value)
+        return -1;
+    ZC_BEGIN_CS(self);
+    Py_XSETREF(q->text, value);
+    ZC_END_CS();
+    return 0;
 }
 
 static PyObject *query_set_query(PyObject *self, PyObject *text) {
     if (!PyUnicode_Check(text))
         return PyErr_Format(PyExc_TypeError, "query must be str, not %.100s",
                             Py_TYPE(text)->tp_name);
+    ZC_BEGIN_CS(self);
     Py_XSETREF(((QueryObject *)self)->text, Py_NewRef(text));
+    ZC_END_CS();
     return Py_NewRef(self);
 }
 
@@ -57,10 +64,12 @@ static PyObject *query_set_georange(PyObject *self, PyObject *args, PyObject *kw
         return PyErr_Format(PyExc_ValueError,
                             "georange needs -90 <= latitude <= 90, -180 <= longitude <= 180 "
                             "and a finite distance >= 0");
+    ZC_BEGIN_CS(self);
     q->geo = 1;
     q->latitude = (float)lat;
     q->longitude = (float)lon;
     q->distance = (float)dist;
+    ZC_END_CS();
     return Py_NewRef(self);
 }
 
@@ -68,8 +77,11 @@ ZC_KEYWORD_ARG(query_set_query, "set_query", "query")
 
 static PyObject *query_get_text(PyObject *self, void *c) {
     (void)c;
-    PyObject *t = ((QueryObject *)self)->text;
-    return t ? Py_NewRef(t) : PyUnicode_FromString("");
+    PyObject *t;
+    ZC_BEGIN_CS(self);
+    t = Py_XNewRef(((QueryObject *)self)->text);
+    ZC_END_CS();
+    return t ? t : PyUnicode_FromString("");
 }
 
 static int query_traverse(PyObject *self, visitproc visit, void *arg) {
@@ -313,9 +325,11 @@ static int count_indexed(PyObject *list) {
 /* Names of the archives, for messages about all of them. */
 static PyObject *names_of(PyObject *list) {
     PyObject *names = PyList_New(0), *sep = NULL, *r = NULL;
+    ZC_BEGIN_CS(list);
     for (Py_ssize_t i = 0; names && i < PyList_GET_SIZE(list); i++)
         if (PyList_Append(names, zc_archive_name(PyList_GET_ITEM(list, i))) < 0)
             Py_CLEAR(names);
+    ZC_END_CS();
     if (names && (sep = PyUnicode_FromString(", ")))
         r = PyUnicode_Join(sep, names);
     Py_XDECREF(sep);
@@ -367,7 +381,7 @@ SearcherObject *zc_searcher_init(PyObject *self, zs_search_kind kind, PyObject *
         return NULL;
     }
     s->h = h;
-    s->indexed = indexed;
+    atomic_store(&s->indexed, indexed);
     Py_XSETREF(s->archives, list);
     return s;
 }
@@ -433,7 +447,7 @@ static PyObject *searcher_add_archive(PyObject *self, PyObject *archive) {
         Py_DECREF(has);
         return zc_raise(st, &err, zc_archive_name(archive));
     }
-    s->indexed += has == Py_True;
+    atomic_fetch_add(&s->indexed, has == Py_True);
     Py_DECREF(has);
     if (PyList_Append(s->archives, archive) < 0)
         return NULL;
@@ -475,7 +489,7 @@ static PyObject *searcher_search(PyObject *self, PyObject *query) {
     if (!s)
         return NULL;
     zc_state *st = zc_state_of(self);
-    if (s->indexed == 0) {
+    if (atomic_load(&s->indexed) == 0) {
         PyObject *names = names_of(s->archives);
         if (names) {
             PyErr_Format(st->SearchError, "%U: no full-text index to search", names);
@@ -490,20 +504,19 @@ static PyObject *searcher_search(PyObject *self, PyObject *query) {
                             Py_TYPE(query)->tp_name);
     QueryObject *q = (QueryObject *)query;
     zs_query geo = {0};
+    PyObject *text;
+    ZC_BEGIN_CS(query);
     geo.geo = q->geo;
     geo.latitude = q->latitude;
     geo.longitude = q->longitude;
     geo.distance = q->distance;
-    PyObject *text = q->text ? q->text : Py_None;
-    if (text == Py_None) {
-        PyObject *empty = PyUnicode_FromString("");
-        if (!empty)
-            return NULL;
-        PyObject *r = (PyObject *)zc_search_new(st->Search, s, empty, &geo);
-        Py_DECREF(empty);
-        return r;
-    }
-    return (PyObject *)zc_search_new(st->Search, s, text, &geo);
+    text = Py_XNewRef(q->text);
+    ZC_END_CS();
+    if (!text && !(text = PyUnicode_FromString("")))
+        return NULL;
+    PyObject *r = (PyObject *)zc_search_new(st->Search, s, text, &geo);
+    Py_DECREF(text);
+    return r;
 }
 
 ZC_KEYWORD_ARG(searcher_add_archive, "add_archive", "archive")
@@ -676,6 +689,8 @@ PyObject *zc_search_page(SearchObject *self, PyTypeObject *set_type, PyTypeObjec
         goto done;
     }
     PyObject *items = PyTuple_New((Py_ssize_t)page->n);
+    /* add_archive() may append meanwhile: read the list under its lock. */
+    ZC_BEGIN_CS(owner->archives);
     for (size_t i = 0; items && i < page->n; i++) {
         const zs_result *res = &page->results[i];
         PyObject *obj;
@@ -702,6 +717,7 @@ PyObject *zc_search_page(SearchObject *self, PyTypeObject *set_type, PyTypeObjec
         else
             PyTuple_SET_ITEM(items, (Py_ssize_t)i, obj);
     }
+    ZC_END_CS();
     zs_page_free(page);
     if (!items)
         goto done;

@@ -13,7 +13,7 @@ typedef struct {
     PyObject_HEAD
     zs_searcher *h;
     PyObject *archives;  /* list of Archive, in the pool's order */
-    int indexed;         /* how many archives have a full-text index */
+    atomic_int indexed;  /* how many archives have a full-text index */
     PyObject *weakreflist;
 } SearcherObject;
 
