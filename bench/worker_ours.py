@@ -18,17 +18,12 @@ import _harness  # noqa: E402
 import libzim  # noqa: E402
 from libzim.reader import Archive  # noqa: E402
 
-try:  # the reader landed first; search workloads need libzim.search
-    from libzim.search import Query, Searcher
-except ImportError:
-    Query = Searcher = None
+from libzim.search import Query, Searcher  # noqa: E402
 
 
 class OursImpl:
     def open(self, specs, workload):
         archives = [Archive(path) for _key, path in specs]
-        if workload in _harness.SEARCH_WORKLOADS and Searcher is None:
-            raise RuntimeError("libzim.search.Searcher/Query not available yet")
         searchers = [Searcher(a) for a in archives] if workload in _harness.SEARCH_WORKLOADS else None
         return archives, searchers
 

@@ -579,7 +579,7 @@ static zs_entry *lookup(zs_archive *h, int op, const char *s, Py_ssize_t len, ui
     switch (op) {
     case LK_PATH: return zs_archive_entry_by_path(h, s, (size_t)len, info, err);
     case LK_TITLE: return zs_archive_entry_by_title(h, s, (size_t)len, info, err);
-    case LK_ID: return zs_archive_entry_by_index(h, ZS_BY_PATH, id, info, err);
+    case LK_ID: return zs_archive_entry_by_index(h, id, info, err);
     case LK_MAIN: return zs_archive_main_entry(h, info, err);
     default: return zs_archive_random_entry(h, info, err);
     }

@@ -414,20 +414,15 @@ extern "C" zs_entry *zs_archive_entry_by_title(zs_archive *a, const char *title,
     });
 }
 
-extern "C" zs_entry *zs_archive_entry_by_index(zs_archive *a, zs_order order, uint64_t idx,
-                                               zs_entry_info *info, zs_error *err) {
+extern "C" zs_entry *zs_archive_entry_by_index(zs_archive *a, uint64_t idx, zs_entry_info *info,
+                                               zs_error *err) {
     return guarded(err, (zs_entry *)nullptr, [&]() -> zs_entry * {
         // libzim indexes with uint32 and wraps larger values silently.
         if (idx >= a->a.getAllEntryCount())
             throw std::out_of_range("entry index " + std::to_string(idx) +
                                     " out of range (archive has " +
                                     std::to_string(a->a.getAllEntryCount()) + " entries)");
-        auto i = static_cast<zim::entry_index_type>(idx);
-        switch (order) {
-        case ZS_BY_TITLE: return make_entry(a->a.getEntryByTitle(i), info);
-        case ZS_BY_CLUSTER: return make_entry(a->a.getEntryByClusterOrder(i), info);
-        default: return make_entry(a->a.getEntryByPath(i), info);
-        }
+        return make_entry(a->a.getEntryByPath(static_cast<zim::entry_index_type>(idx)), info);
     });
 }
 

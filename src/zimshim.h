@@ -111,8 +111,9 @@ zs_entry *zs_archive_entry_by_path(zs_archive *a, const char *path, size_t len,
                                    zs_entry_info *info, zs_error *err);
 zs_entry *zs_archive_entry_by_title(zs_archive *a, const char *title, size_t len,
                                     zs_entry_info *info, zs_error *err);
-zs_entry *zs_archive_entry_by_index(zs_archive *a, zs_order order, uint64_t idx,
-                                    zs_entry_info *info, zs_error *err);
+/* The entry with this id (path order). */
+zs_entry *zs_archive_entry_by_index(zs_archive *a, uint64_t idx, zs_entry_info *info,
+                                   zs_error *err);
 zs_entry *zs_archive_main_entry(zs_archive *a, zs_entry_info *info, zs_error *err);
 zs_entry *zs_archive_random_entry(zs_archive *a, zs_entry_info *info, zs_error *err);
 
