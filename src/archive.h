@@ -2,7 +2,7 @@
 #ifndef LIBZIM_C_ARCHIVE_H
 #define LIBZIM_C_ARCHIVE_H
 
-#include "module.h"
+#include "util.h"
 
 typedef struct ArchiveObject ArchiveObject;
 
@@ -24,5 +24,12 @@ typedef struct {
     zs_entry_info info;       /* strings owned by h */
     ArchiveObject *archive;   /* for messages and call costs; h keeps the file */
 } EntryObject;
+
+/* Archives as the other families (search, suggestion) reach them: take a use
+ * of the native handle (NULL with ClosedError set once closed), give it back,
+ * and the name that starts every message about the file. */
+zs_archive *zc_archive_enter(zc_state *st, PyObject *archive);
+void zc_archive_leave(PyObject *archive);
+PyObject *zc_archive_name(PyObject *archive);
 
 #endif

@@ -1,14 +1,10 @@
-/* Shared declarations of the libzim._libzim extension. */
+/* Module state of libzim._libzim: the types and exceptions every family
+ * reaches through zc_state_of().  Helpers live in util.h. */
 #ifndef LIBZIM_C_MODULE_H
 #define LIBZIM_C_MODULE_H
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <pythread.h>
-#include <stdatomic.h>
-#include <time.h>
-
-#include "zimshim.h"
 
 typedef struct {
     /* reader */
@@ -37,174 +33,9 @@ static inline zc_state *zc_state_of_type(PyTypeObject *tp) {
     return m ? (zc_state *)PyModule_GetState(m) : NULL;
 }
 
-/* Raise the Python exception for a shim error; `what` (usually the archive's
- * file name) starts the one-line message.  Always returns NULL. */
-PyObject *zc_raise(zc_state *st, const zs_error *err, PyObject *what);
-/* Closed-object error naming the file. */
-PyObject *zc_raise_closed(zc_state *st, const char *kind, PyObject *what);
-
-/* Arguments of a METH_FASTCALL | METH_KEYWORDS method, taken by position or
- * by name as python-libzim's (Cython) methods take them: names[0..n) are the
- * parameters, the first npos may be positional, the first nreq are
- * required.  out[i] is borrowed, or NULL when not given. */
-int zc_args(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
-            const char *const *names, int n, int npos, int nreq, PyObject **out);
-
-/* A METH_FASTCALL | METH_KEYWORDS wrapper around a METH_O function whose one
- * parameter may also be passed by name. */
-#define ZC_KEYWORD_ARG(fn, pyname, param)                                          \
-    static PyObject *fn##_kw(PyObject *self, PyObject *const *args, Py_ssize_t nargs, \
-                             PyObject *kwnames) {                                    \
-        static const char *const names_[] = {param};                               \
-        PyObject *arg_;                                                            \
-        if (zc_args(pyname, args, nargs, kwnames, names_, 1, 1, 1, &arg_) < 0)     \
-            return NULL;                                                           \
-        return fn(self, arg_);                                                     \
-    }
-#define ZC_KW_METHOD(fn) ((PyCFunction)(void (*)(void))fn##_kw), METH_FASTCALL | METH_KEYWORDS
-
-/* UTF-8 of a str argument, refusing embedded NULs where libzim would cut. */
-const char *zc_utf8(PyObject *s, Py_ssize_t *len, const char *argname);
-
-/* A str from archive bytes; invalid UTF-8 is replaced, never an error,
- * because corrupt archives must still be walkable. */
-static inline PyObject *zc_str(zs_str s) {
-    if (s.len == 0)  /* every snippet of a snippet-less page */
-        return PyUnicode_New(0, 0);
-    return PyUnicode_DecodeUTF8(s.ptr, (Py_ssize_t)s.len, "replace");
-}
-
-/*
- * Keeps a native handle alive while calls that released the GIL use it, so
- * that close() from another thread never frees it under them: close() marks
- * the guard closed and the last user out frees the handle.  Atomics, not
- * the GIL, make this correct, so it also holds without a GIL.
- */
-typedef struct {
-    _Atomic(void *) handle;
-    atomic_long users;
-    atomic_int closed;
-} zc_guard;
-
-static inline void *zc_guard_enter(zc_guard *g) {
-    atomic_fetch_add(&g->users, 1);
-    if (atomic_load(&g->closed)) {
-        atomic_fetch_sub(&g->users, 1);
-        return NULL;
-    }
-    void *h = atomic_load(&g->handle);
-    if (!h)
-        atomic_fetch_sub(&g->users, 1);
-    return h;
-}
-
-static inline void zc_guard_leave(zc_guard *g, void (*free_fn)(void *)) {
-    if (atomic_fetch_sub(&g->users, 1) == 1 && atomic_load(&g->closed)) {
-        void *h = atomic_exchange(&g->handle, NULL);
-        if (h)
-            free_fn(h);
-    }
-}
-
-static inline void zc_guard_close(zc_guard *g, void (*free_fn)(void *)) {
-    atomic_store(&g->closed, 1);
-    if (atomic_load(&g->users) == 0) {
-        void *h = atomic_exchange(&g->handle, NULL);
-        if (h)
-            free_fn(h);
-    }
-}
-
-/*
- * Per-object lock for state libzim does not let two threads touch at once
- * (an iterator's position).  As in CPython's _bz2module.c: try without
- * blocking, else wait with the GIL released so the holder can finish.
- */
-#define ZC_LOCK(lock)                                   \
-    do {                                                \
-        if (!PyThread_acquire_lock((lock), 0)) {        \
-            Py_BEGIN_ALLOW_THREADS                      \
-            PyThread_acquire_lock((lock), 1);           \
-            Py_END_ALLOW_THREADS                        \
-        }                                               \
-    } while (0)
-#define ZC_UNLOCK(lock) PyThread_release_lock(lock)
-
-/* Per-object critical sections for the little mutable state (an item's
- * cached content, a Query's fields, a Searcher's archive list): real locks on
- * free-threaded builds (3.13t), where the module declares Py_MOD_GIL_NOT_USED;
- * with a GIL, which already serialises them, plain blocks. */
-#ifdef Py_BEGIN_CRITICAL_SECTION
-#define ZC_BEGIN_CS(o) Py_BEGIN_CRITICAL_SECTION(o)
-#define ZC_END_CS() Py_END_CRITICAL_SECTION()
-#else
-#define ZC_BEGIN_CS(o) {
-#define ZC_END_CS() }
-#endif
-
-/* Runs a native call with the GIL released; stmt touches no Python object. */
-#define NOGIL(stmt)                \
-    do {                           \
-        Py_BEGIN_ALLOW_THREADS     \
-        stmt;                      \
-        Py_END_ALLOW_THREADS       \
-    } while (0)
-
-/*
- * Adaptive GIL release, for calls that are usually a few microseconds (a
- * lookup answered from libzim's dirent caches, a read from a cached cluster)
- * but touch the disk or decompress when the data is cold.  Releasing the GIL
- * around a 1 us call lets another thread that runs Python take it, and
- * getting it back then waits for that thread's switch interval: measured
- * here, lookups fell from 950,000/s to 1,100-1,700/s while a second thread
- * ran a Python loop.  Holding it through a cold read stalls every thread for
- * that read instead.  So each archive keeps a moving average of the native
- * time of each kind of call, starting high (a fresh archive is cold), and the
- * GIL is released only while that average is above ZC_ADAPTIVE_NS.
- */
-#define ZC_ADAPTIVE_NS 20000LL
-#define ZC_ADAPTIVE_START_NS 1000000LL
-typedef atomic_llong zc_cost;
-
-static inline long long zc_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static inline void zc_cost_note(zc_cost *c, long long ns) {
-    /* Races lose an update at worst; the average stays meaningful. */
-    long long avg = atomic_load_explicit(c, memory_order_relaxed);
-    atomic_store_explicit(c, avg + (ns - avg) / 4, memory_order_relaxed);
-}
-
-#define ZC_ADAPTIVE(cost, stmt)                                              \
-    do {                                                                     \
-        long long t0_ = zc_now_ns(), t1_;                                    \
-        if (atomic_load_explicit((cost), memory_order_relaxed) > ZC_ADAPTIVE_NS) { \
-            Py_BEGIN_ALLOW_THREADS                                           \
-            stmt;                                                            \
-            t1_ = zc_now_ns();                                               \
-            Py_END_ALLOW_THREADS                                             \
-        } else {                                                             \
-            stmt;                                                            \
-            t1_ = zc_now_ns();                                               \
-        }                                                                    \
-        zc_cost_note((cost), t1_ - t0_);                                     \
-    } while (0)
-
-/* Creates a heap type bound to the module; with public, also adds it to the
- * module under the last part of its dotted name. */
-int zc_add_type(PyObject *m, PyTypeObject **slot, PyType_Spec *spec, int public);
-
 /* Type-family setup, called from module exec. */
 int zc_archive_init_types(PyObject *m, zc_state *st);
 int zc_search_init_types(PyObject *m, zc_state *st);
 int zc_suggestion_init_types(PyObject *m, zc_state *st);
-
-/* Helpers other families use. */
-zs_archive *zc_archive_enter(zc_state *st, PyObject *archive);
-void zc_archive_leave(PyObject *archive);
-PyObject *zc_archive_name(PyObject *archive);
 
 #endif

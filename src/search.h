@@ -3,7 +3,7 @@
 #ifndef LIBZIM_C_SEARCH_H
 #define LIBZIM_C_SEARCH_H
 
-#include "module.h"
+#include "archive.h"
 
 #include <structmember.h>
 

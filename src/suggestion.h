@@ -1,5 +1,5 @@
 /* Title suggestions: SuggestionSearcher, SuggestionSearch, results. */
 #ifndef LIBZIM_C_SUGGESTION_H
 #define LIBZIM_C_SUGGESTION_H
-#include "module.h"
+#include "util.h"
 #endif

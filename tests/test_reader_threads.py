@@ -292,12 +292,21 @@ def test_lookups_release_the_gil_once_they_turn_slow(fast_switching):
     for _ in range(50):  # warm: the average falls below the threshold
         for p in paths[:20]:
             a.get_entry_by_path(p)
-    previous = _libzim._test_delay(20_000)
-    try:
-        slow = _progress_during(lambda: a.get_entry_by_path(paths[0]), min_total=0.3, min_calls=10)
-    finally:
-        _libzim._test_delay(previous)
-    held = _progress_during(_gil_holding_call(0.02), min_total=0.3, min_calls=10)
-    print(f"\nGIL progress [slow lookups]: native={slow[0]:,.0f}/s, GIL-holding={held[0]:,.0f}/s")
-    assert slow[1] >= 100_000
-    assert slow[0] >= 5 * held[0]
+    def measure():
+        previous = _libzim._test_delay(20_000)
+        try:
+            slow = _progress_during(lambda: a.get_entry_by_path(paths[0]), min_total=0.3, min_calls=10)
+        finally:
+            _libzim._test_delay(previous)
+        held = _progress_during(_gil_holding_call(0.02), min_total=0.3, min_calls=10)
+        print(f"\nGIL progress [slow lookups]: native={slow[0]:,.0f}/s, GIL-holding={held[0]:,.0f}/s")
+        assert slow[1] >= 100_000
+        assert slow[0] >= 5 * held[0]
+
+    # As in _assert_gil_released: a loaded machine can starve one window.
+    for attempt in range(3):
+        try:
+            return measure()
+        except AssertionError:
+            if attempt == 2:
+                raise

@@ -1,0 +1,90 @@
+/* Helpers shared by the type families: see util.h. */
+#include "util.h"
+
+#include <string.h>
+
+PyObject *zc_raise(zc_state *st, const zs_error *err, PyObject *what) {
+    PyObject *exc;
+    switch (err->kind) {
+    case ZS_ERR_MEMORY:
+        return PyErr_NoMemory();
+    case ZS_ERR_NOT_FOUND: exc = st->EntryNotFoundError; break;
+    case ZS_ERR_INDEX: exc = st->InvalidIndexError; break;
+    case ZS_ERR_FORMAT:
+    case ZS_ERR_IO: exc = st->ArchiveError; break;
+    case ZS_ERR_NO_INDEX:
+    case ZS_ERR_QUERY: exc = st->SearchError; break;
+    default: exc = st->ZimError; break;
+    }
+    if (what && what != Py_None)
+        PyErr_Format(exc, "%U: %s", what, err->msg);
+    else
+        PyErr_SetString(exc, err->msg);
+    return NULL;
+}
+
+PyObject *zc_raise_closed(zc_state *st, const char *kind, PyObject *what) {
+    if (what && what != Py_None)
+        PyErr_Format(st->ClosedError, "%U: %s is closed", what, kind);
+    else
+        PyErr_Format(st->ClosedError, "%s is closed or was never opened", kind);
+    return NULL;
+}
+
+const char *zc_utf8(PyObject *s, Py_ssize_t *len, const char *argname) {
+    if (!PyUnicode_Check(s)) {
+        PyErr_Format(PyExc_TypeError, "%s must be str, not %.100s", argname,
+                     Py_TYPE(s)->tp_name);
+        return NULL;
+    }
+    /* Fails with UnicodeEncodeError on lone surrogates: libzim wants UTF-8. */
+    const char *p = PyUnicode_AsUTF8AndSize(s, len);
+    if (p && memchr(p, '\0', (size_t)*len)) {
+        PyErr_Format(PyExc_ValueError, "%s must not contain NUL characters", argname);
+        return NULL;
+    }
+    return p;
+}
+
+int zc_args(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+            const char *const *names, int n, int npos, int nreq, PyObject **out) {
+    if (nargs > npos) {
+        PyErr_Format(PyExc_TypeError, "%s() takes at most %d positional argument%s (%zd given)",
+                     fname, npos, npos == 1 ? "" : "s", nargs);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        out[i] = i < nargs ? args[i] : NULL;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        int i = 0;
+        while (i < n && PyUnicode_CompareWithASCIIString(key, names[i]) != 0)
+            i++;
+        if (i == n) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument %R", fname, key);
+            return -1;
+        }
+        if (out[i]) {
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", fname,
+                         names[i]);
+            return -1;
+        }
+        out[i] = args[nargs + k];
+    }
+    for (int i = 0; i < nreq; i++)
+        if (!out[i]) {
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'", fname, names[i]);
+            return -1;
+        }
+    return 0;
+}
+
+int zc_add_type(PyObject *m, PyTypeObject **slot, PyType_Spec *spec, int public) {
+    *slot = (PyTypeObject *)PyType_FromModuleAndSpec(m, spec, NULL);
+    if (!*slot)
+        return -1;
+    if (!public)
+        return 0;
+    return PyModule_AddObjectRef(m, strrchr(spec->name, '.') + 1, (PyObject *)*slot);
+}

@@ -1,0 +1,374 @@
+// The searcher pool, result pages and suggestions: see zimshim.h.
+#include "zimshim_impl.hpp"
+
+#include <zim/search.h>
+#include <zim/search_iterator.h>
+#include <zim/suggestion.h>
+#include <xapian.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
+#include <fcntl.h>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+using namespace zs_impl;
+
+// ---- searcher pool ------------------------------------------------------------------
+
+namespace {
+
+// An archive of a searcher, with what it takes to open it again.
+struct Source {
+    zim::Archive a;
+    std::string path;
+    bool ranged;
+    uint64_t offset, size;
+};
+
+// libzim's Archive serialises lookups with internal mutexes, and every
+// search result's title is a lookup; two threads searching through one
+// Archive contend there (a shared Searcher ran at 75% of independent ones,
+// measured).  So every pooled searcher but the first opens the file again.
+// Should that fail or find another archive (the file was replaced), the
+// shared one is used.
+zim::Archive own_copy(const Source &src) {
+    try {
+        std::unique_ptr<zim::Archive> a;
+        if (src.ranged) {
+            int fd = ::open(src.path.c_str(), O_RDONLY | O_CLOEXEC);
+            if (fd < 0)
+                return src.a;
+            try {
+                a.reset(new zim::Archive(fd, src.offset, src.size));
+            } catch (...) {
+                ::close(fd);
+                throw;
+            }
+            ::close(fd);
+        } else {
+            a.reset(new zim::Archive(src.path));
+        }
+        if (a->getUuid() == src.a.getUuid() && a->getFilesize() == src.a.getFilesize())
+            return *a;
+    } catch (const std::bad_alloc &) {
+        throw;
+    } catch (...) {
+    }
+    return src.a;
+}
+
+struct Slot {
+    uint64_t gen = ~uint64_t(0);
+    bool own_files = false;  // opens its own copies of the archives
+    std::unique_ptr<zim::Searcher> ft;
+    std::unique_ptr<zim::SuggestionSearcher> sg;
+    // The last Search served by this slot, kept so a Python Search that asks
+    // for the estimate and then pages does not re-parse its query.
+    uint64_t cached_id = 0;
+    std::vector<zim::Archive> archives;  // as of gen
+    std::vector<zim::Uuid> indexed_ids;  // per archive; zero uuid if no index
+    std::unique_ptr<zim::Search> ft_search;
+    std::unique_ptr<zim::SuggestionSearch> sg_search;
+};
+
+}  // namespace
+
+struct zs_searcher {
+    zs_search_kind kind;
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<Source> archives;
+    uint64_t gen = 0;
+    std::vector<std::unique_ptr<Slot>> slots;
+    std::vector<Slot *> idle;
+    size_t cap;
+};
+
+namespace {
+
+// Holds one pooled native searcher for the length of a call.
+class Lease {
+  public:
+    explicit Lease(zs_searcher *s) : s_(s) {
+        std::unique_lock<std::mutex> lk(s->mu);
+        for (;;) {
+            if (!s->idle.empty()) {
+                // Most recently used first: its caches are warm.
+                slot_ = s->idle.back();
+                s->idle.pop_back();
+                break;
+            }
+            if (s->slots.size() < s->cap) {
+                s->slots.emplace_back(new Slot);
+                slot_ = s->slots.back().get();
+                slot_->own_files = s->slots.size() > 1;
+                break;
+            }
+            s->cv.wait(lk);
+        }
+        if (slot_->gen != s->gen) {
+            std::vector<Source> archives = s->archives;
+            uint64_t gen = s->gen;
+            lk.unlock();
+            try {
+                rebuild(archives);
+            } catch (...) {
+                give_back();
+                throw;
+            }
+            slot_->gen = gen;
+        }
+    }
+    ~Lease() { give_back(); }
+    Lease(const Lease &) = delete;
+    Lease &operator=(const Lease &) = delete;
+
+    zim::Search &search(const zs_query *q) {
+        Slot &sl = *slot_;
+        if (!q->search_id || sl.cached_id != q->search_id || !sl.ft_search) {
+            sl.ft_search.reset();
+            sl.cached_id = 0;
+            zim::Query query(std::string(q->text, q->len));
+            if (q->geo)
+                query.setGeorange(q->latitude, q->longitude, q->distance);
+            sl.ft_search.reset(new zim::Search(sl.ft->search(query)));
+            sl.cached_id = q->search_id;
+        }
+        return *sl.ft_search;
+    }
+
+    zim::SuggestionSearch &suggest(const zs_query *q) {
+        Slot &sl = *slot_;
+        if (!q->search_id || sl.cached_id != q->search_id || !sl.sg_search) {
+            sl.sg_search.reset();
+            sl.cached_id = 0;
+            sl.sg_search.reset(
+                new zim::SuggestionSearch(sl.sg->suggest(std::string(q->text, q->len))));
+            sl.cached_id = q->search_id;
+        }
+        return *sl.sg_search;
+    }
+
+    // Which archive a result came from: libzim numbers only the archives
+    // that have an index, so results are matched back by UUID.
+    int archive_of(const zim::Uuid &id) const {
+        const auto &ids = slot_->indexed_ids;
+        if (ids.size() == 1)
+            return 0;
+        for (size_t i = 0; i < ids.size(); i++)
+            if (ids[i] == id)
+                return (int)i;
+        return -1;
+    }
+
+  private:
+    void rebuild(const std::vector<Source> &sources) {
+        Slot &sl = *slot_;
+        sl.ft_search.reset();
+        sl.sg_search.reset();
+        sl.cached_id = 0;
+        std::vector<zim::Archive> archives;
+        for (const Source &src : sources)
+            archives.push_back(sl.own_files ? own_copy(src) : src.a);
+        sl.archives = archives;
+        sl.indexed_ids.clear();
+        for (const auto &a : archives)
+            sl.indexed_ids.push_back(a.hasFulltextIndex() ? a.getUuid() : zim::Uuid());
+        if (s_->kind == ZS_FULLTEXT) {
+            sl.ft.reset(new zim::Searcher(archives));
+        } else {
+            sl.sg.reset(new zim::SuggestionSearcher(archives.at(0)));
+        }
+    }
+    void give_back() {
+        if (!slot_)
+            return;
+        {
+            std::lock_guard<std::mutex> lk(s_->mu);
+            s_->idle.push_back(slot_);
+        }
+        slot_ = nullptr;
+        s_->cv.notify_one();
+    }
+    zs_searcher *s_;
+    Slot *slot_ = nullptr;
+};
+
+struct Row {
+    std::string path, title, snippet;
+    int score = 0, word_count = 0, archive = -1;
+};
+
+struct PageImpl {
+    std::vector<Row> rows;
+    std::vector<zs_result> results;
+};
+
+zs_page *finish_page(std::unique_ptr<PageImpl> impl) {
+    // Pointers are taken only now: rows no longer move.
+    impl->results.resize(impl->rows.size());
+    for (size_t i = 0; i < impl->rows.size(); i++) {
+        const Row &r = impl->rows[i];
+        zs_result &o = impl->results[i];
+        o.path = {r.path.data(), r.path.size()};
+        o.title = {r.title.data(), r.title.size()};
+        o.snippet = {r.snippet.data(), r.snippet.size()};
+        o.score = r.score;
+        o.word_count = r.word_count;
+        o.archive = r.archive;
+    }
+    std::unique_ptr<zs_page> p(new zs_page);
+    p->results = impl->results.data();
+    p->n = impl->results.size();
+    p->priv = impl.release();
+    return p.release();
+}
+
+size_t default_cap() {
+    // Searches are CPU-bound: more native searchers than cores buys only
+    // memory (each extra one has its own copy of the archives' caches, up to
+    // 16 decompressed clusters each); threads beyond it wait without the GIL.
+    unsigned hw = std::thread::hardware_concurrency();
+    return std::max<size_t>(2, hw);
+}
+
+}  // namespace
+
+extern "C" zs_searcher *zs_searcher_new(zs_search_kind kind, zs_archive *const *archives,
+                                        size_t n, zs_error *err) {
+    return guarded(err, (zs_searcher *)nullptr, [&]() -> zs_searcher * {
+        if (kind == ZS_SUGGEST && n != 1)
+            throw std::invalid_argument("a suggestion searcher takes exactly one archive");
+        std::unique_ptr<zs_searcher> s(new zs_searcher);
+        s->kind = kind;
+        s->cap = default_cap();
+        const char *env = std::getenv("LIBZIM_C_SEARCHER_POOL");
+        if (env && std::atoi(env) > 0)
+            s->cap = (size_t)std::atoi(env);
+        for (size_t i = 0; i < n; i++) {
+            check_index_entries(archives[i]->a, true);
+            s->archives.push_back(Source{archives[i]->a, archives[i]->path, archives[i]->ranged,
+                                         archives[i]->offset, archives[i]->size});
+        }
+        return s.release();
+    });
+}
+
+extern "C" int zs_searcher_add_archive(zs_searcher *s, zs_archive *a, zs_error *err) {
+    return guarded(err, -1, [&] {
+        if (s->kind != ZS_FULLTEXT)
+            throw std::invalid_argument("only full-text searchers take more archives");
+        check_index_entries(a->a, true);
+        std::lock_guard<std::mutex> lk(s->mu);
+        s->archives.push_back(Source{a->a, a->path, a->ranged, a->offset, a->size});
+        s->gen++;
+        return 0;
+    });
+}
+
+extern "C" int zs_searcher_prepare(zs_searcher *s, zs_error *err) {
+    return guarded(err, -1, [&]() -> int {
+        if (s->kind == ZS_FULLTEXT) {
+            bool any;
+            {
+                std::lock_guard<std::mutex> lk(s->mu);
+                any = std::any_of(s->archives.begin(), s->archives.end(),
+                                  [](const Source &src) { return src.a.hasFulltextIndex(); });
+            }
+            if (!any) {
+                set_error(err, ZS_ERR_NO_INDEX, "no full-text index");
+                return -1;
+            }
+        }
+        // Opening the database now makes the first search as fast as later
+        // ones and reports a broken index at construction.
+        Lease lease(s);
+        zs_query q{"", 0, 0, 0, 0, 0, 0};
+        if (s->kind == ZS_FULLTEXT)
+            lease.search(&q);
+        else
+            lease.suggest(&q);
+        return 0;
+    });
+}
+
+extern "C" void zs_searcher_free(zs_searcher *s) { delete s; }
+
+extern "C" size_t zs_searcher_pool_size(zs_searcher *s) {
+    std::lock_guard<std::mutex> lk(s->mu);
+    return s->slots.size();
+}
+
+extern "C" zs_page *zs_search_page(zs_searcher *s, const zs_query *q, int start, int count,
+                                   unsigned flags, zs_error *err) {
+    return guarded(err, (zs_page *)nullptr, [&]() -> zs_page * {
+        if (start < 0 || count < 0)
+            throw std::invalid_argument("start and count must not be negative");
+        std::unique_ptr<PageImpl> impl(new PageImpl);
+        Lease lease(s);
+        if (s->kind == ZS_FULLTEXT) {
+            zim::Search &search = lease.search(q);
+            auto results = search.getResults(start, count);
+            impl->rows.reserve(results.size() > 0 ? (size_t)results.size() : 0);
+            for (auto it = results.begin(); it != results.end(); ++it) {
+                Row r;
+                r.path = it.getPath();
+                if (flags & ZS_WANT_TITLE) {
+                    r.title = it.getTitle();
+                    r.score = it.getScore();
+                }
+                if (flags & ZS_WANT_SNIPPET) {
+                    r.snippet = it.getSnippet();
+                    // A separate value read per hit (~2 us, measured): it
+                    // would make a snippet-less page 40% slower, while next
+                    // to a snippet it is free.
+                    r.word_count = it.getWordCount();
+                } else {
+                    r.word_count = -1;
+                }
+                r.archive = lease.archive_of(it.getZimId());
+                impl->rows.push_back(std::move(r));
+            }
+        } else {
+            zim::SuggestionSearch &search = lease.suggest(q);
+            auto results = search.getResults(start, count);
+            for (auto it = results.begin(); it != results.end(); ++it) {
+                const zim::SuggestionItem &item = *it;
+                Row r;
+                r.path = item.getPath();
+                r.title = item.getTitle();
+                r.snippet = item.getSnippet();
+                r.archive = 0;
+                impl->rows.push_back(std::move(r));
+            }
+        }
+        return finish_page(std::move(impl));
+    });
+}
+
+extern "C" int zs_search_estimate(zs_searcher *s, const zs_query *q, int64_t *out,
+                                  zs_error *err) {
+    return guarded(err, -1, [&] {
+        Lease lease(s);
+        if (s->kind == ZS_FULLTEXT)
+            *out = lease.search(q).getEstimatedMatches();
+        else
+            *out = lease.suggest(q).getEstimatedMatches();
+        return 0;
+    });
+}
+
+extern "C" void zs_page_free(zs_page *p) {
+    if (!p)
+        return;
+    delete static_cast<PageImpl *>(p->priv);
+    delete p;
+}
