@@ -5,7 +5,7 @@
     python3 bench/run.py --quick         # 1 trial, short, fewer configurations
     python3 bench/run.py --install       # also apt-get install linux-doc
 
-Builds the ZIM archives (libzim/_corpus.py, cached in bench/.cache/), compiles
+Builds the ZIM archives (tools/corpus.py, cached in bench/.cache/), compiles
 bench/raw_search.cpp, runs every (implementation, workload, configuration)
 in its own subprocess while sampling the PSS of its process tree, checks that
 all implementations return the same results (digests), and writes
@@ -35,6 +35,9 @@ RESULTS = HERE / "results"
 PYPI_VENV = CACHE / "venv-pypi"
 DEBIAN_PYTHON = "/usr/bin/python3"
 
+sys.path.insert(0, str(ROOT / "tools"))
+import corpus  # noqa: E402  (stdlib only: no need for the built extension)
+
 DEFAULT_ARCHIVES = ["python3.11-doc", "postgresql-doc-15", "linux-doc"]
 WORKLOADS = ["paths", "results", "snippets", "lookups", "content"]
 WORKLOAD_DOC = {
@@ -47,14 +50,6 @@ WORKLOAD_DOC = {
 LOOKUP_SAMPLE = 200
 CONTENT_SAMPLE = 300
 SNIPPET_QUERY_STRIDE = 4  # snippets cost ~1000x a plain search; keep runs bounded
-
-
-def load_corpus():
-    # Loaded by file path: importing the libzim package would need the built extension.
-    spec = importlib.util.spec_from_file_location("_libzim_c_corpus", ROOT / "libzim" / "_corpus.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def log(*a):
@@ -285,7 +280,7 @@ def write_report(rows, problems, info, meta, path_md: Path):
         f"Machine: {info['cpu']}, {info['cores']} cores, {info['memory_gib']} GiB RAM, Linux {info['kernel']}, "
         f"Debian {info['debian']}, system libzim {info['libzim']}, Python {info['python']}.",
         "",
-        "Archives (built by `libzim/_corpus.py` with zimwriterfs, full-text index): "
+        "Archives (built by `tools/corpus.py` with zimwriterfs, full-text index): "
         + ", ".join(f"`{k}` ({v / 2**20:.1f} MiB)" for k, v in meta["archive_sizes"].items()) + ".",
         f"Queries: `bench/queries/<archive>.txt`; one search = one query against one archive. "
         f"Medians of {meta['trials']} trials of >= {meta['duration']} s (whole passes over the op list).",
@@ -406,7 +401,6 @@ def main():
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-r",
                         str(HERE / "requirements.txt")], check=False)
 
-    corpus = load_corpus()
     CACHE.mkdir(parents=True, exist_ok=True)
     keys = args.archives.split(",") if args.archives else [
         k for k in DEFAULT_ARCHIVES if k != "linux-doc" or args.install or corpus.package_version(k)]

@@ -16,6 +16,8 @@ Ctrl-C).  Standard library only.
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib.util
 import html
 import json
 import math
@@ -278,13 +280,12 @@ def _yes(flag: bool) -> str:
 def _open_archive(path: str | os.PathLike[str]) -> Any:
     from libzim.reader import Archive
 
+    err: Exception | None = None
     with _Fd2Capture() as cap:
         try:
             archive = Archive(path)
         except (ZimError, OSError, ValueError, TypeError) as e:
             err = e
-        else:
-            err = None
     if err is not None:
         raise CLIError(_one_line(err, path))
     if cap.text.strip():  # libzim complained but opened it: pass its words on
@@ -366,7 +367,7 @@ def _hammer(
     *,
     count: int | None = None,
     duration: float | None = None,
-) -> tuple[_Stats, dict[int, set]]:
+) -> tuple[_Stats, dict[int, set[Any]]]:
     """Call fn(i % n_items) from ``threads`` threads, ``count`` times in all or for ``duration`` s.
 
     Returns the timing and, per item, the set of distinct values fn returned
@@ -377,7 +378,7 @@ def _hammer(
     stop = threading.Event()
     next_job = [0]
     latencies: list[float] = []
-    seen: dict[int, set] = {}
+    seen: dict[int, set[Any]] = {}
     errors: list[BaseException] = []
     start = time.perf_counter()
     deadline = start + duration if duration is not None else None
@@ -626,7 +627,7 @@ def _run_search(searcher: Any, query: str, limit: int, snippets: bool) -> tuple[
     return estimated, [_result_dict(r, snippets) for r in results]
 
 
-def _digest(results: list[dict[str, Any]]) -> tuple:
+def _digest(results: list[dict[str, Any]]) -> tuple[Any, ...]:
     return tuple((r["archive_path"], r["path"], r["title"], r["score"], r.get("snippet")) for r in results)
 
 
@@ -682,7 +683,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if repeat > 1 or args.threads > 1:
         baseline = _digest(results)
 
-        def one(_item: int) -> tuple:
+        def one(_item: int) -> tuple[Any, ...]:
             return _digest(_run_search(searcher, query, args.limit, args.snippets)[1])
 
         stats, seen = _hammer(one, 1, args.threads, count=repeat)
@@ -831,6 +832,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"  {res['name']:<17} {status:<6} {res['seconds']:7.2f} s{detail}")
         sys.stdout.flush()
 
+    error: str | None
     try:
         for i, name in enumerate(names):
             bar.draw(i, name, 0.0)
@@ -838,8 +840,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             with _Fd2Capture() as cap:
                 try:
                     failed = _call_in_thread(
-                        lambda name=name: archive.validate([name]),
-                        lambda el, i=i, name=name: bar.draw(i, name, el),
+                        functools.partial(archive.validate, [name]), functools.partial(bar.draw, i, name)
                     )
                 except ZimError as e:
                     failed, error = [name], _one_line(e)
@@ -849,7 +850,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             msg = error or ("; ".join(cap.messages()) if not ok else "")
             if not ok and not msg and name == "checksum" and not archive.has_checksum:
                 msg = "the archive stores no checksum"
-            results_entry = {"name": name, "ok": ok, "seconds": round(time.perf_counter() - t0, 6)}
+            results_entry: dict[str, Any] = {"name": name, "ok": ok, "seconds": round(time.perf_counter() - t0, 6)}
             if msg:
                 results_entry["message"] = msg
             report(results_entry)
@@ -887,9 +888,15 @@ def cmd_check(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- bench
 
 
+def _checkout() -> Path | None:
+    """The source checkout this package runs from (an in-place build), or None when installed."""
+    root = Path(__file__).resolve().parent.parent
+    return root if (root / "tools" / "corpus.py").is_file() and (root / "bench" / "run.py").is_file() else None
+
+
 def _repo_bench() -> Path | None:
-    candidate = Path(__file__).resolve().parent.parent / "bench" / "run.py"
-    return candidate if candidate.is_file() else None
+    root = _checkout()
+    return None if root is None else root / "bench" / "run.py"
 
 
 def _parse_thread_list(text: str) -> list[int]:
@@ -908,7 +915,7 @@ def _builtin_bench(paths: Sequence[str], threads: list[int], duration: float, li
         searcher = Searcher(archives)
     queries = BENCH_QUERIES
 
-    def run(i: int, snippets: bool) -> tuple:
+    def run(i: int, snippets: bool) -> tuple[Any, ...]:
         return _digest(_run_search(searcher, queries[i], limit, snippets)[1])
 
     # Reference results, single-threaded; also warms the caches.
@@ -926,7 +933,7 @@ def _builtin_bench(paths: Sequence[str], threads: list[int], duration: float, li
     inconsistent = False
     for snip in (False, True):
         for n in threads:
-            stats, seen = _hammer(lambda i, snip=snip: run(i, snip), len(queries), n, duration=duration)
+            stats, seen = _hammer(functools.partial(run, snippets=snip), len(queries), n, duration=duration)
             ok = all(values == {reference[snip][i]} for i, values in seen.items())
             inconsistent |= not ok
             row = dict(stats.as_dict(), snippets=snip, consistent=ok)
@@ -978,24 +985,39 @@ def cmd_bench(args: argparse.Namespace, extra: list[str]) -> int:
         raise CLIError("--duration must be > 0", 2)
     paths = list(args.archives)
     if not paths:
-        paths = [str(_demo_archive(args.cache))]
+        paths = [str(_demo_archive(args.cache, ", or give ARCHIVE paths"))]
     return _builtin_bench(paths, threads, duration, args.limit, args.json)
 
 
 # --------------------------------------------------------------------------- demo
 
 
-def _demo_archive(cache: str | None) -> Path:
-    from libzim import _corpus
+def _load_corpus(hint: str) -> Any:
+    """tools/corpus.py of the checkout, loaded by path: it is not part of the installed package."""
+    root = _checkout()
+    if root is None:
+        raise CLIError(
+            f"cannot build the {DEMO_PACKAGE} archive: an installed libzim-c has no archive builder; "
+            f"run this from a libzim-c source checkout (bash tools/bootstrap.sh installs zim-tools and "
+            f"{DEMO_PACKAGE}){hint}"
+        )
+    spec = importlib.util.spec_from_file_location("_libzim_c_corpus", root / "tools" / "corpus.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    where = cache or str(_corpus.DEFAULT_CACHE_DIR)
+
+def _demo_archive(cache: str | None, hint: str = "") -> Path:
+    corpus = _load_corpus(hint)
+    where = cache or str(corpus.DEFAULT_CACHE_DIR)
     sys.stderr.write(
         f"{PROG}: preparing the {DEMO_PACKAGE} archive (cached in {where}; "
         "the first run installs the package if needed and builds it with zimwriterfs)\n"
     )
     sys.stderr.flush()
     try:
-        return _corpus.ensure_debian_doc_zim(DEMO_PACKAGE, cache, install=True)
+        return Path(corpus.ensure_debian_doc_zim(DEMO_PACKAGE, cache, install=True))
     except (RuntimeError, OSError, subprocess.SubprocessError) as e:
         raise CLIError(f"cannot build the {DEMO_PACKAGE} archive: {_one_line(e)}")
 
@@ -1022,7 +1044,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         _print_results(q, estimated, results, 1, args.limit)
         print()
 
-    def one(i: int) -> tuple:
+    def one(i: int) -> tuple[Any, ...]:
         return _digest(_run_search(searcher, DEMO_QUERIES[i], args.limit, True)[1])
 
     print(
@@ -1054,7 +1076,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 class _Parser(argparse.ArgumentParser):
     """argparse, but usage errors are one line: ``zim: error: ...`` (exit 2)."""
 
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> Any:
         sub = self.prog.split(" ", 1)[1] if " " in self.prog else ""
         hint = f"see '{PROG} {sub} --help'" if sub else f"see '{PROG} --help'"
         self.exit(2, f"{PROG}: error: {message} ({hint})\n")

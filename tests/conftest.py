@@ -1,17 +1,26 @@
-"""Shared fixtures for the reader tests.
+"""Shared fixtures and paths for the tests.
 
 The test archives live in ../shared/zim-testing-suite (read-only, written by
 other people's tools). If that directory is missing the whole suite fails at
 collection: a reader test suite that silently skips its data proves nothing.
+
+Which libzim is tested: by default this work tree's in-place build (the
+developer's loop). With LIBZIM_C_TEST_INSTALLED=1 the installed package in
+the running interpreter's site-packages (CI installs the sdist into a fresh
+venv), and never this checkout's libzim/: the run fails if it would be.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import shutil
 import sys
+import sysconfig
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,15 +33,32 @@ if not (SUITE / "nons" / "small.zim").is_file() or not (SUITE / "withns" / "smal
         "the reader tests need ../shared/zim-testing-suite next to the repository"
     )
 
-# Import the extension from this work tree (the lead builds it in place).
-if str(REPO_ROOT) not in sys.path:
+# tools/corpus.py builds the archives the fixtures need; it is not part of the package.
+sys.path.insert(0, str(REPO_ROOT / "tools"))
+
+INSTALLED = os.environ.get("LIBZIM_C_TEST_INSTALLED") == "1"
+if INSTALLED:
+    # `python -m pytest` from the checkout puts it first on sys.path: take it off.
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != REPO_ROOT]
+elif str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 import libzim  # noqa: E402
 import libzim.reader  # noqa: E402
 
-if not Path(libzim.__file__).resolve().is_relative_to(REPO_ROOT):
-    raise RuntimeError(f"tests import libzim from {libzim.__file__}, not from {REPO_ROOT}")
+_LIBZIM_DIR = Path(libzim.__file__).resolve().parent
+if INSTALLED and _LIBZIM_DIR.parent != Path(sysconfig.get_path("platlib")).resolve():
+    raise RuntimeError(f"LIBZIM_C_TEST_INSTALLED=1 but libzim comes from {_LIBZIM_DIR}, not site-packages")
+if not INSTALLED and _LIBZIM_DIR != REPO_ROOT / "libzim":
+    raise RuntimeError(f"tests import libzim from {_LIBZIM_DIR}, not from {REPO_ROOT}")
+
+
+def child_python(**env: str) -> dict[str, Any]:
+    """cwd= and env= for a child `python` that must import the libzim tested here."""
+    if INSTALLED:  # anywhere but the checkout, whose libzim/ would come first
+        return {"cwd": tempfile.gettempdir(), "env": dict(os.environ, **env)}
+    path = os.pathsep.join([str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return {"cwd": REPO_ROOT, "env": dict(os.environ, **env, PYTHONPATH=path)}
 
 SCHEMES = ("nons", "withns")
 WIKIBOOKS = "wikibooks_be_all_nopic_2017-02.zim"
@@ -93,7 +119,7 @@ BIG_PAGES = 200
 @pytest.fixture(scope="session")
 def big_zim(tmp_path_factory) -> Path:
     """A multi-MB archive built by zimwriterfs (zim-tools) from generated files."""
-    from libzim._corpus import build_zim_from_dir
+    from corpus import build_zim_from_dir
 
     if shutil.which("zimwriterfs") is None:
         raise RuntimeError("zimwriterfs not found: apt-get install -y zim-tools")

@@ -24,8 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from libzim._corpus import build_zim_from_dir, ensure_debian_doc_zim
+from corpus import build_zim_from_dir, ensure_debian_doc_zim
 from libzim.reader import Archive
+
+from conftest import SUITE
 
 __all__ = [
     "Page",
@@ -57,7 +59,6 @@ __all__ = [
     "small_noindex",
 ]
 
-SUITE = Path(__file__).resolve().parents[2] / "shared" / "zim-testing-suite"
 WIKIBOOKS_ZIM = SUITE / "nons" / "wikibooks_be_all_nopic_2017-02.zim"
 SMALL_NOINDEX_ZIM = SUITE / "nons" / "small.zim"  # has no full-text index
 

@@ -7,7 +7,6 @@ or from the library API called in this process, never from the CLI itself.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -16,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-SUITE = REPO_ROOT.parent / "shared" / "zim-testing-suite"
+import corpus
+from conftest import SUITE, child_python
+from libzim.reader import Archive
+
 NONS = SUITE / "nons"
 WITHNS = SUITE / "withns"
 SMALL = NONS / "small.zim"
@@ -25,25 +26,16 @@ WIKIBOOKS = NONS / "wikibooks_be_all_nopic_2017-02.zim"
 WIKIBOOKS_SPLIT = NONS / "wikibooks_be_all_nopic_2017-02_splitted.zim"
 BAD_MIMETYPE = NONS / "invalid.bad_mimetype_in_dirent.zim"
 
-if not SMALL.is_file() or not (WITHNS / "small.zim").is_file():
-    raise RuntimeError(f"ZIM test data not found at {SUITE}: the CLI tests need ../shared/zim-testing-suite")
-
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-from libzim import _corpus  # noqa: E402
-from libzim.reader import Archive  # noqa: E402
-
 SUBCOMMANDS = ("info", "search", "suggest", "get", "check", "bench", "demo")
 INVALID = sorted(p for d in (NONS, WITHNS) for p in d.glob("invalid.*.zim"))
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])])
-    env.pop("NO_COLOR", None)
-    env.pop("ZIM_DEBUG", None)
-    return env
+def _child() -> dict:
+    """cwd= and env= for the CLI process, without the variables that change its output."""
+    kw = child_python()
+    kw["env"].pop("NO_COLOR", None)
+    kw["env"].pop("ZIM_DEBUG", None)
+    return kw
 
 
 def zim(*args, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -51,8 +43,7 @@ def zim(*args, timeout: float = 120) -> subprocess.CompletedProcess:
     proc = subprocess.run(
         [sys.executable, "-m", "libzim", *map(str, args)],
         capture_output=True,
-        cwd=REPO_ROOT,
-        env=_env(),
+        **_child(),
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
@@ -100,7 +91,7 @@ def ft_zim(tmp_path_factory) -> Path:
             f"<body><h1>{title}</h1><p>{body}</p></body></html>",
             encoding="utf-8",
         )
-    out = _corpus.build_zim_from_dir(src, root / "cli-test.zim", title="CLI test corpus", fulltext=True)
+    out = corpus.build_zim_from_dir(src, root / "cli-test.zim", title="CLI test corpus", fulltext=True)
     assert Archive(out).has_fulltext_index
     return out
 
@@ -326,8 +317,7 @@ def test_get_broken_pipe_is_quiet():
         [sys.executable, "-m", "libzim", "get", WIKIBOOKS, "j/head.js"],  # 134 kB: more than a pipe holds
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        cwd=REPO_ROOT,
-        env=_env(),
+        **_child(),
     )
     assert proc.stdout.read(10)
     proc.stdout.close()
@@ -467,8 +457,7 @@ def test_search_ctrl_c_exits_130(ft_zim):
         [sys.executable, "-m", "libzim", "search", ft_zim, "quokka", "--threads", "2", "--repeat", "100000000"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        cwd=REPO_ROOT,
-        env=_env(),
+        **_child(),
     )
     # Text mode prints (and flushes) the results before the threaded loop starts.
     first = proc.stdout.readline()

@@ -18,13 +18,12 @@ difference was measured with a separate reader over the same libzim 8.1.1
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
-from conftest import REPO_ROOT, SUITE
+from conftest import SUITE, child_python
 
 OPEN_FAILS = "fails on open"
 CHECK_FALSE = "opens, check() is false"
@@ -127,10 +126,9 @@ def test_every_invalid_file_has_an_expectation():
 
 
 def walk(path) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONFAULTHANDLER="1")
     proc = subprocess.run(
         [sys.executable, "-c", WALKER, str(path)],
-        capture_output=True, text=True, errors="replace", cwd=REPO_ROOT, env=env, timeout=60,
+        capture_output=True, text=True, errors="replace", timeout=60, **child_python(PYTHONFAULTHANDLER="1"),
     )
     assert proc.returncode == 0, (
         f"walking {path} ended with exit code {proc.returncode} (crash?)\n"

@@ -2,8 +2,6 @@
 a scenario reaches, and check each failure surfaces as a clean ZimError and
 leaves every object usable."""
 import gc
-from pathlib import Path
-
 import pytest
 
 import libzim
@@ -11,7 +9,8 @@ from libzim import _libzim
 from libzim.reader import Archive
 from libzim.suggestion import SuggestionSearcher
 
-SUITE = Path(__file__).resolve().parents[1].parent / "shared" / "zim-testing-suite"
+from conftest import SUITE
+
 SMALL = SUITE / "nons" / "small.zim"
 WIKIBOOKS = SUITE / "nons" / "wikibooks_be_all_nopic_2017-02.zim"
 

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from conftest import SUITE
+from conftest import SUITE, child_python
 
 # (shared file, [(offset, new byte)], code run on the mutated archive `a`)
 CASES = {
@@ -73,5 +73,5 @@ def test_mutated_archive_gives_errors_not_crashes(tmp_path, name):
     script = "import libzim\nfrom libzim.reader import Archive\nfrom libzim.search import Searcher\n" \
              "from libzim.suggestion import SuggestionSearcher\n" \
              f"a = Archive({str(path)!r})\n" + textwrap.dedent(code)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, **child_python())
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -1,5 +1,7 @@
 """Build ZIM fixtures from HTML trees (shared by tests, the CLI demo and bench/).
 
+Not part of the installed package: import it with tools/ on sys.path, or run
+``python3 tools/corpus.py PACKAGE...`` to build documentation archives by hand.
 Pure stdlib on purpose: it must work before the extension is built, and
 under any interpreter (the benchmark runs it from Debian's python too).
 zimwriterfs (Debian package ``zim-tools``) does the actual writing.
