@@ -171,7 +171,19 @@ static PyObject *item_repr(PyObject *self) {
     return r;
 }
 
+/* Items (and entries, below) pickle as their archive, index and path. */
+static PyObject *item_archive(PyObject *self, void *c) {
+    (void)c;
+    return Py_NewRef((PyObject *)((ItemObject *)self)->archive);
+}
+
+static PyMethodDef item_methods[] = {
+    ZC_REDUCE_METHOD,
+    {NULL, NULL, 0, NULL},
+};
+
 static PyGetSetDef item_getset[] = {
+    {"_archive", item_archive, NULL, "The Archive of the item.", NULL},
     {"title", item_title, NULL, "Item title.", NULL},
     {"path", item_path, NULL, "Item path.", NULL},
     {"mimetype", item_mimetype, NULL, "Item MIME type.", NULL},
@@ -187,6 +199,7 @@ static PyType_Slot item_slots[] = {
     {Py_tp_traverse, item_traverse},
     {Py_tp_clear, item_clear},
     {Py_tp_getset, item_getset},
+    {Py_tp_methods, item_methods},
     {Py_tp_repr, item_repr},
     {Py_tp_doc, "The content of an entry: title, path, mimetype, size and content."},
     {0, NULL},
@@ -281,10 +294,17 @@ static PyMethodDef entry_methods[] = {
      "get_redirect_entry($self, /)\n--\n\nThe entry this redirect points to."},
     {"get_item", entry_get_item, METH_NOARGS,
      "get_item($self, /)\n--\n\nThe Item of this entry (redirects are followed)."},
+    ZC_REDUCE_METHOD,
     {NULL, NULL, 0, NULL},
 };
 
+static PyObject *entry_archive(PyObject *self, void *c) {
+    (void)c;
+    return Py_NewRef((PyObject *)((EntryObject *)self)->archive);
+}
+
 static PyGetSetDef entry_getset[] = {
+    {"_archive", entry_archive, NULL, "The Archive of the entry.", NULL},
     {"title", entry_title, NULL, "Entry title.", NULL},
     {"path", entry_path, NULL, "Entry path.", NULL},
     {"_index", entry_index, NULL, "Entry index in path order.", NULL},
@@ -521,6 +541,9 @@ static int archive_init(PyObject *self, PyObject *args, PyObject *kwds) {
     atomic_store(&a->lookup_cost, ZC_ADAPTIVE_START_NS);
     atomic_store(&a->read_cost, ZC_ADAPTIVE_START_NS);
     a->name = Py_NewRef(fsname);
+    a->has_range = has_range;
+    a->offset = offset;
+    a->size = size;
     a->filename = PyObject_CallOneArg(st->pathlib_Path, fsname);
     if (!a->filename) {
         zs_archive_free(h);
@@ -1013,6 +1036,14 @@ static PyObject *a_filename(PyObject *self, void *c) {
     return Py_NewRef(a->filename);
 }
 
+static PyObject *a_range(PyObject *self, void *c) {
+    (void)c;
+    ArchiveObject *a = ARCHIVE(self);
+    if (!a->has_range)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(KK)", a->offset, a->size);
+}
+
 static PyObject *a_closed(PyObject *self, void *c) {
     (void)c;
     ArchiveObject *a = ARCHIVE(self);
@@ -1074,6 +1105,7 @@ static PyObject *archive_repr(PyObject *self) {
 }
 
 static PyMethodDef archive_methods[] = {
+    ZC_REDUCE_METHOD,
     {"close", a_close, METH_NOARGS,
      "close($self, /)\n--\n\n"
      "Release the archive. Later calls raise ClosedError; entries, items and content "
@@ -1131,6 +1163,7 @@ static PyMethodDef archive_methods[] = {
 static PyGetSetDef archive_getset[] = {
     {"filename", a_filename, NULL, "Path of the archive (pathlib.Path).", NULL},
     {"closed", a_closed, NULL, "Whether close() was called.", NULL},
+    {"_range", a_range, NULL, "(offset, size) when opened inside a larger file, else None.", NULL},
     {"filesize", a_filesize, NULL, "Size of the archive in bytes (all parts).", NULL},
     {"all_entry_count", a_all_entry_count, NULL, "Number of entries, internal ones included.", NULL},
     {"entry_count", a_entry_count, NULL, "Number of user entries.", NULL},

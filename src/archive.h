@@ -15,6 +15,8 @@ struct ArchiveObject {
     zc_cost read_cost;        /* cluster reads: content, size, metadata */
     PyObject *filename;       /* pathlib.Path */
     PyObject *name;           /* str(filename), starts every error message */
+    int has_range;            /* opened with offset/size: pickled with them */
+    unsigned long long offset, size;
     PyObject *weakreflist;
 };
 

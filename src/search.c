@@ -84,6 +84,18 @@ static PyObject *query_get_text(PyObject *self, void *c) {
     return t ? t : PyUnicode_FromString("");
 }
 
+static PyObject *query_get_georange(PyObject *self, void *c) {
+    (void)c;
+    QueryObject *q = (QueryObject *)self;
+    PyObject *r;
+    ZC_BEGIN_CS(self);
+    r = q->geo ? Py_BuildValue("(ddd)", (double)q->latitude, (double)q->longitude,
+                               (double)q->distance)
+               : Py_NewRef(Py_None);
+    ZC_END_CS();
+    return r;
+}
+
 static int query_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(((QueryObject *)self)->text);
@@ -118,11 +130,13 @@ static PyMethodDef query_methods[] = {
      "Restrict to a distance (metres) around latitude, longitude; returns self."},
     {"setGeorange", (PyCFunction)(void (*)(void))query_set_georange, METH_VARARGS | METH_KEYWORDS,
      "setGeorange($self, /, latitude, longitude, distance)\n--\n\n3.x alias of set_georange."},
+    ZC_REDUCE_METHOD,
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef query_getset[] = {
     {"query", query_get_text, NULL, "The query text.", NULL},
+    {"_georange", query_get_georange, NULL, "(latitude, longitude, distance) or None.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -214,8 +228,47 @@ static PyMemberDef result_members[] = {
     {NULL, 0, 0, 0, NULL},
 };
 
+/* Pickling: every field, suggestions' hidden score and archive included. */
+static PyObject *result_state(PyObject *self, void *c) {
+    (void)c;
+    ResultObject *r = (ResultObject *)self;
+    return Py_BuildValue("(OOOiiO)", r->path, r->title, r->snippet, r->score, r->word_count,
+                         r->archive ? r->archive : Py_None);
+}
+
+static PyGetSetDef result_getset[] = {
+    {"_state", result_state, NULL, "(path, title, snippet, score, word_count, archive).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+/* Unpickling: cls._restore(path, title, snippet, score, word_count, archive). */
+static PyObject *result_restore(PyObject *cls, PyObject *args) {
+    zc_state *st = zc_state_of_type((PyTypeObject *)cls);
+    PyObject *path, *title, *snippet, *archive;
+    int score, word_count;
+    if (!PyArg_ParseTuple(args, "UUUiiO:_restore", &path, &title, &snippet, &score, &word_count,
+                          &archive))
+        return NULL;
+    if (archive != Py_None && !PyObject_TypeCheck(archive, st->Archive))
+        return PyErr_Format(PyExc_TypeError, "expected Archive or None, not %.100s",
+                            Py_TYPE(archive)->tp_name);
+    ResultObject *r = PyObject_GC_New(ResultObject, (PyTypeObject *)cls);
+    if (!r)
+        return NULL;
+    r->path = Py_NewRef(path);
+    r->title = Py_NewRef(title);
+    r->snippet = Py_NewRef(snippet);
+    r->archive = Py_NewRef(archive);
+    r->score = score;
+    r->word_count = word_count;
+    PyObject_GC_Track(r);
+    return (PyObject *)r;
+}
+
 static PyMethodDef result_methods[] = {
     {"get_entry", result_get_entry, METH_NOARGS, "The Entry of this result."},
+    {"_restore", result_restore, METH_VARARGS | METH_CLASS, "Unpickling (libzim._pickle)."},
+    ZC_REDUCE_METHOD,
     {NULL, NULL, 0, NULL},
 };
 
@@ -247,6 +300,29 @@ static PyObject *set_subscript(PyObject *self, PyObject *key) {
     }
     return r;
 }
+
+/* Unpickling: cls._restore(tuple of results of the matching type). */
+static PyObject *set_restore(PyObject *cls, PyObject *items) {
+    zc_state *st = zc_state_of_type((PyTypeObject *)cls);
+    PyTypeObject *want = (PyTypeObject *)cls == st->ResultSet ? st->Result : st->SuggestionResult;
+    if (!PyTuple_Check(items))
+        return PyErr_Format(PyExc_TypeError, "expected a tuple, not %.100s", Py_TYPE(items)->tp_name);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items); i++)
+        if (Py_TYPE(PyTuple_GET_ITEM(items, i)) != want)
+            return PyErr_Format(PyExc_TypeError, "expected %s items", _PyType_Name(want));
+    ResultSetObject *set = PyObject_GC_New(ResultSetObject, (PyTypeObject *)cls);
+    if (!set)
+        return NULL;
+    set->items = Py_NewRef(items);
+    PyObject_GC_Track(set);
+    return (PyObject *)set;
+}
+
+static PyMethodDef set_methods[] = {
+    {"_restore", set_restore, METH_O | METH_CLASS, "Unpickling (libzim._pickle)."},
+    ZC_REDUCE_METHOD,
+    {NULL, NULL, 0, NULL},
+};
 
 static PyObject *set_repr(PyObject *self) {
     return PyUnicode_FromFormat("%s(%R)", _PyType_Name(Py_TYPE(self)),
@@ -545,6 +621,7 @@ PyGetSetDef zc_searcher_getset[] = {
 };
 
 static PyMethodDef searcher_methods[] = {
+    ZC_REDUCE_METHOD,
     {"add_archive", ZC_KW_METHOD(searcher_add_archive),
      "add_archive($self, /, archive)\n--\n\nSearch this archive too; returns self."},
     {"addArchive", ZC_KW_METHOD(searcher_add_archive),
@@ -770,7 +847,26 @@ PyObject *zc_search_repr(PyObject *self) {
     return r;
 }
 
+/* Pickling: (searcher, query text, (latitude, longitude, distance) or None). */
+static PyObject *search_state(PyObject *self, void *c) {
+    (void)c;
+    SearchObject *s = (SearchObject *)self;
+    PyObject *text = zc_str((zs_str){s->q.text, s->q.len});
+    if (!text)
+        return NULL;
+    if (!s->q.geo)
+        return Py_BuildValue("(ONO)", (PyObject *)s->searcher, text, Py_None);
+    return Py_BuildValue("(ON(ddd))", (PyObject *)s->searcher, text, (double)s->q.latitude,
+                         (double)s->q.longitude, (double)s->q.distance);
+}
+
+PyGetSetDef zc_search_getset[] = {
+    {"_state", search_state, NULL, "(searcher, text, georange or None).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static PyMethodDef search_methods[] = {
+    ZC_REDUCE_METHOD,
     {"get_estimated_matches", zc_search_estimate_meth, METH_NOARGS,
      "get_estimated_matches($self, /)\n--\n\nEstimated number of matches."},
     {"getEstimatedMatches", zc_search_estimate_meth, METH_NOARGS,
@@ -792,6 +888,7 @@ static PyType_Slot search_slots[] = {
     {Py_tp_traverse, zc_searchobj_traverse},
     {Py_tp_clear, zc_searchobj_clear},
     {Py_tp_methods, search_methods},
+    {Py_tp_getset, zc_search_getset},
     {Py_tp_repr, zc_search_repr},
     {Py_tp_doc, "A query bound to a Searcher. Immutable; safe to share between threads."},
     {0, NULL},
@@ -813,6 +910,7 @@ static PyType_Spec search_spec = {
     {Py_tp_clear, result_clear},                            \
     {Py_tp_members, members},                               \
     {Py_tp_methods, result_methods},                        \
+    {Py_tp_getset, result_getset},                          \
     {Py_tp_repr, result_repr},                              \
     {Py_tp_richcompare, result_richcompare},                \
     {Py_tp_hash, PyObject_HashNotImplemented},              \
@@ -828,6 +926,7 @@ static PyType_Spec search_spec = {
     {Py_mp_length, set_len},                                \
     {Py_sq_length, set_len},                                \
     {Py_tp_repr, set_repr},                                 \
+    {Py_tp_methods, set_methods},                           \
     {Py_tp_doc, doc},                                       \
     {0, NULL}
 

@@ -37,6 +37,7 @@ int zc_searcher_traverse(PyObject *self, visitproc visit, void *arg);
 int zc_searcher_clear(PyObject *self);
 void zc_searcher_dealloc(PyObject *self);
 extern PyGetSetDef zc_searcher_getset[];
+extern PyGetSetDef zc_search_getset[];  /* _state, for pickling */
 
 SearchObject *zc_search_new(PyTypeObject *tp, SearcherObject *searcher, PyObject *text,
                             const zs_query *geo);

@@ -42,6 +42,7 @@ static PyObject *sugg_get_results(PyObject *self, PyObject *const *args, Py_ssiz
 }
 
 static PyMethodDef sugg_searcher_methods[] = {
+    ZC_REDUCE_METHOD,
     {"suggest", ZC_KW_METHOD(sugg_suggest),
      "suggest($self, /, query)\n--\n\nA SuggestionSearch for this text."},
     {NULL, NULL, 0, NULL},
@@ -74,6 +75,7 @@ static PyType_Spec sugg_searcher_spec = {
 };
 
 static PyMethodDef sugg_search_methods[] = {
+    ZC_REDUCE_METHOD,
     {"get_estimated_matches", zc_search_estimate_meth, METH_NOARGS,
      "get_estimated_matches($self, /)\n--\n\nEstimated number of matches."},
     {"getEstimatedMatches", zc_search_estimate_meth, METH_NOARGS,
@@ -92,6 +94,7 @@ static PyType_Slot sugg_search_slots[] = {
     {Py_tp_traverse, zc_searchobj_traverse},
     {Py_tp_clear, zc_searchobj_clear},
     {Py_tp_methods, sugg_search_methods},
+    {Py_tp_getset, zc_search_getset},
     {Py_tp_repr, zc_search_repr},
     {Py_tp_doc, "A suggestion query bound to a SuggestionSearcher; safe to share."},
     {0, NULL},

@@ -88,3 +88,13 @@ int zc_add_type(PyObject *m, PyTypeObject **slot, PyType_Spec *spec, int public)
         return 0;
     return PyModule_AddObjectRef(m, strrchr(spec->name, '.') + 1, (PyObject *)*slot);
 }
+
+PyObject *zc_reduce(PyObject *self, PyObject *noargs) {
+    (void)noargs;
+    PyObject *mod = PyImport_ImportModule("libzim._pickle");
+    if (!mod)
+        return NULL;
+    PyObject *r = PyObject_CallMethod(mod, "reduce", "O", self);
+    Py_DECREF(mod);
+    return r;
+}

@@ -171,4 +171,10 @@ static inline void zc_cost_note(zc_cost *c, long long ns) {
  * module under the last part of its dotted name. */
 int zc_add_type(PyObject *m, PyTypeObject **slot, PyType_Spec *spec, int public);
 
+/* __reduce__ of every picklable type: libzim._pickle.reduce(self).  The
+ * reconstructors live in Python; the types expose only the state it needs. */
+PyObject *zc_reduce(PyObject *self, PyObject *noargs);
+#define ZC_REDUCE_METHOD \
+    {"__reduce__", zc_reduce, METH_NOARGS, "Pickle support (libzim._pickle)."}
+
 #endif
