@@ -497,36 +497,36 @@ static int archive_init(PyObject *self, PyObject *args, PyObject *kwds) {
     fsname = PyUnicode_DecodeFSDefault(path);
     if (!fsname)
         goto done;
-    int has_range = offset_o != Py_None || size_o != Py_None;
+    unsigned range = (offset_o != Py_None ? ZS_RANGE_OFFSET : 0) |
+                     (size_o != Py_None ? ZS_RANGE_SIZE : 0);
     unsigned long long offset = 0, size = 0;
-    if (has_range) {
-        if (offset_o != Py_None) {
-            offset = PyLong_AsUnsignedLongLong(offset_o);
-            if (PyErr_Occurred())
-                goto bad_range;
-        }
-        if (size_o != Py_None) {
-            size = PyLong_AsUnsignedLongLong(size_o);
-            if (PyErr_Occurred())
-                goto bad_range;
-        } else {
-            /* Offset alone: the archive runs to the end of the file. */
-            struct stat sb;
-            if (stat(path, &sb) < 0) {
-                PyErr_SetFromErrnoWithFilenameObject(st->ArchiveError, fsname);
-                goto done;
-            }
-            if ((unsigned long long)sb.st_size < offset)
-                goto bad_range;
-            size = (unsigned long long)sb.st_size - offset;
-        }
+    if (range & ZS_RANGE_OFFSET) {
+        offset = PyLong_AsUnsignedLongLong(offset_o);
+        if (PyErr_Occurred())
+            goto bad_range;
+    }
+    if (range & ZS_RANGE_SIZE) {
+        size = PyLong_AsUnsignedLongLong(size_o);
+        if (PyErr_Occurred())
+            goto bad_range;
     }
     zs_archive_info info;
     zs_error err;
     zs_archive *h;
-    NOGIL(h = zs_archive_open(path, has_range, offset, size, &info, &err));
+    for (;;) {
+        NOGIL(h = zs_archive_open(path, range, offset, size, &info, &err));
+        if (h || err.kind != ZS_ERR_INTERRUPTED)
+            break;
+        /* PEP 475: run the signal handlers; retry unless one raised. */
+        if (PyErr_CheckSignals() < 0)
+            goto done;
+    }
     if (!h) {
         zs_error e2 = err;
+        if (err.kind == ZS_ERR_ARG) {
+            zc_raise_as(PyExc_ValueError, err.msg, fsname);
+            goto done;
+        }
         if (err.kind == ZS_ERR_IO)
             snprintf(e2.msg, sizeof e2.msg, "cannot open: %.400s", err.msg);
         zc_raise(st, &e2, fsname);

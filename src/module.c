@@ -63,6 +63,11 @@ static PyObject *test_delay(PyObject *m, PyObject *arg) {
     return set_hook(arg, zs_test_delay);
 }
 
+static PyObject *test_block_open(PyObject *m, PyObject *arg) {
+    (void)m;
+    return set_hook(arg, zs_test_block_open);
+}
+
 static PyMethodDef module_methods[] = {
     {"_versions", versions, METH_NOARGS, "[(library, version), ...] as libzim reports them."},
     {"get_cluster_cache_max_size", not_supported, METH_NOARGS,
@@ -75,6 +80,8 @@ static PyMethodDef module_methods[] = {
      "Testing only: make the N-th following native call fail. Returns the previous N."},
     {"_test_delay", test_delay, METH_O,
      "Testing only: native calls first sleep this many microseconds. Returns the previous value."},
+    {"_test_block_open", test_block_open, METH_O,
+     "Testing only: the next N archive opens wait for a signal, then fail with EINTR."},
     {NULL, NULL, 0, NULL},
 };
 

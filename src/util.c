@@ -16,16 +16,23 @@ PyObject *zc_raise(zc_state *st, const zs_error *err, PyObject *what) {
     case ZS_ERR_QUERY: exc = st->SearchError; break;
     default: exc = st->ZimError; break;
     }
+    return zc_raise_as(exc, err->msg, what);
+}
+
+/* Messages start with the name of the file; an empty one is shown quoted. */
+PyObject *zc_raise_as(PyObject *exc, const char *msg, PyObject *what) {
     if (what && what != Py_None)
-        PyErr_Format(exc, "%U: %s", what, err->msg);
+        PyErr_Format(exc, PyUnicode_Check(what) && PyUnicode_GET_LENGTH(what) == 0
+                              ? "%R: %s" : "%U: %s", what, msg);
     else
-        PyErr_SetString(exc, err->msg);
+        PyErr_SetString(exc, msg);
     return NULL;
 }
 
 PyObject *zc_raise_closed(zc_state *st, const char *kind, PyObject *what) {
     if (what && what != Py_None)
-        PyErr_Format(st->ClosedError, "%U: %s is closed", what, kind);
+        PyErr_Format(st->ClosedError, PyUnicode_Check(what) && PyUnicode_GET_LENGTH(what) == 0
+                                          ? "%R: %s is closed" : "%U: %s is closed", what, kind);
     else
         PyErr_Format(st->ClosedError, "%s is closed or was never opened", kind);
     return NULL;

@@ -14,6 +14,8 @@
 /* Raise the Python exception for a shim error; `what` (usually the archive's
  * file name) starts the one-line message.  Always returns NULL. */
 PyObject *zc_raise(zc_state *st, const zs_error *err, PyObject *what);
+/* Raises exc("what: msg"); returns NULL. */
+PyObject *zc_raise_as(PyObject *exc, const char *msg, PyObject *what);
 /* Closed-object error naming the file. */
 PyObject *zc_raise_closed(zc_state *st, const char *kind, PyObject *what);
 

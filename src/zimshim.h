@@ -36,7 +36,9 @@ typedef enum {
     ZS_ERR_QUERY,       /* Xapian rejected the query */
     ZS_ERR_ARG,         /* an argument libzim cannot take */
     ZS_ERR_MEMORY,      /* std::bad_alloc */
-    ZS_ERR_INTERNAL     /* anything else libzim threw */
+    ZS_ERR_INTERNAL,    /* anything else libzim threw */
+    ZS_ERR_INTERRUPTED  /* a system call was interrupted by a signal (EINTR):
+                           run the signal handlers, then retry */
 } zs_kind;
 
 #define ZS_MSG_MAX 480
@@ -90,10 +92,24 @@ typedef struct {
 
 /* ---- archive ------------------------------------------------------------ */
 
-/* Open by path (multi-part archives by the name without the "aa" suffix), or,
- * when has_range is set, the ZIM stored at [offset, offset+size) in path. */
-zs_archive *zs_archive_open(const char *path, int has_range, uint64_t offset,
+/* Which of offset and size zs_archive_open was given: the ZIM stored at
+ * [offset, offset+size) in path; offset alone runs to the end of the file. */
+enum { ZS_RANGE_OFFSET = 1, ZS_RANGE_SIZE = 2 };
+
+/* Open by path (multi-part archives by the name without the "aa" suffix).
+ * The file is opened once and every native handle made for the archive
+ * (searchers, their index databases, clones) reads that same file through
+ * that descriptor, whatever later happens to the path; multi-part archives
+ * are the exception (libzim 8.1.1 opens them only by name).  Refuses, without
+ * blocking, anything but a regular file or a block device.  Fails with
+ * ZS_ERR_INTERRUPTED when a signal interrupted open(2). */
+zs_archive *zs_archive_open(const char *path, unsigned range, uint64_t offset,
                             uint64_t size, zs_archive_info *info, zs_error *err);
+/* Another handle on the same archive with its own libzim Archive (caches,
+ * locks) over a dup() of the same descriptor, so threads using different
+ * clones do not contend inside libzim.  A multi-part archive's clone shares
+ * the libzim Archive. */
+zs_archive *zs_archive_clone(zs_archive *a, zs_error *err);
 void zs_archive_free(zs_archive *a);
 
 /* Facts that may read a cluster (listings, the Counter metadata, the index
@@ -238,6 +254,10 @@ long zs_fault_inject(long nth);
  * releases the GIL around a call however fast libzim is.  0 turns it off.
  * Returns the previous value. */
 long zs_test_delay(long usec);
+/* Testing hook: the next n archive opens wait for a signal, as open(2) on a
+ * FIFO or a hung network file system does, and then fail with EINTR.
+ * Returns the previous value. */
+long zs_test_block_open(long n);
 
 #ifdef __cplusplus
 }

@@ -94,10 +94,10 @@ void check_index_database(const zim::Item &item) {
         throw zim::ZimFileFormatError("search index has a malformed values map");
 }
 
-// with_database: also open the index database (searchers are about to);
-// has_*_index only reads the entry.
 }  // namespace
 
+// with_database: also open the index database (searchers are about to);
+// has_*_index only reads the entry.
 void zs_impl::check_index_entries(const zim::Archive &a, bool with_database) {
     auto check = [&](const zim::Entry &e) {
         if (e.isRedirect())
@@ -134,37 +134,32 @@ void zs_impl::check_index_entries(const zim::Archive &a, bool with_database) {
 
 // ---- archive ----------------------------------------------------------------
 
-extern "C" zs_archive *zs_archive_open(const char *path, int has_range, uint64_t offset,
+namespace {
+
+// libzim 8.1.1 opens a multi-part archive ("name.zimaa", "name.zimab", ...)
+// only by name, from the name without the suffix.
+bool is_multipart_name(const char *path) {
+    struct stat sb;
+    return ::stat(path, &sb) < 0 && errno == ENOENT &&
+           ::stat((std::string(path) + "aa").c_str(), &sb) == 0;
+}
+
+}  // namespace
+
+extern "C" zs_archive *zs_archive_open(const char *path, unsigned range, uint64_t offset,
                                        uint64_t size, zs_archive_info *info,
                                        zs_error *err) {
     return guarded(err, (zs_archive *)nullptr, [&]() -> zs_archive * {
         std::unique_ptr<zs_archive> h;
-        if (has_range) {
-            int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-            if (fd < 0) {
-                int e = errno;
-                set_error(err, ZS_ERR_IO, std::strerror(e), e);
-                return nullptr;
-            }
-            // libzim duplicates the descriptor, so ours is closed either way.
-            try {
-                h.reset(new zs_archive{zim::Archive(fd, offset, size), path, path, true,
-                                       offset, size});
-            } catch (...) {
-                ::close(fd);
-                throw;
-            }
-            ::close(fd);
+        if (!range && is_multipart_name(path)) {
+            h.reset(new zs_archive{nullptr, zim::Archive(std::string(path)), path});
         } else {
-            // libzim reports a directory as a bad header; say what it is.
-            struct stat sb;
-            if (::stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-                set_error(err, ZS_ERR_IO, std::strerror(EISDIR), EISDIR);
+            std::shared_ptr<OpenFile> file = open_archive_file(path, range, offset, size, err);
+            if (!file)
                 return nullptr;
-            }
-            zim::Archive a{std::string(path)};
-            h.reset(new zs_archive{std::move(a), {}, path});
-            h->filename = h->a.getFilename();
+            check_title_listings(*file);
+            zim::Archive a = open_archive(*file);
+            h.reset(new zs_archive{std::move(file), std::move(a), path});
         }
         const zim::Archive &a = h->a;
         info->filesize = a.getFilesize();
@@ -188,6 +183,13 @@ extern "C" zs_archive *zs_archive_open(const char *path, int has_range, uint64_t
         info->dirent_cache_max = dc > 0 ? (uint32_t)dc : 512;
         info->filename = {h->filename.data(), h->filename.size()};
         return h.release();
+    });
+}
+
+extern "C" zs_archive *zs_archive_clone(zs_archive *a, zs_error *err) {
+    return guarded(err, (zs_archive *)nullptr, [&] {
+        ArchiveCopy c = copy_archive(a->file, a->a);
+        return new zs_archive{std::move(c.file), std::move(c.a), a->filename};
     });
 }
 

@@ -15,16 +15,46 @@
 #include <zim/error.h>
 #include <zim/item.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
-struct zs_archive {
+namespace zs_impl {
+
+// The file an archive was opened from, opened once and kept open: libzim
+// 8.1.1 opens an archive made from a descriptor N through "/dev/fd/N", and
+// so does its search (the index databases are opened by the path
+// Item::getDirectAccessInformation() names, "/dev/fd/N" here). Keeping N open
+// makes every native handle for the archive read this file, whatever happens
+// to the path (atomic replace, deletion).  N must stay open, and be this
+// file, for as long as any zim::Archive made from it lives: hold the
+// shared_ptr next to it (ArchiveCopy).
+struct OpenFile {
+    int fd = -1;
+    bool ranged = false;    // opened with offset= or size=
+    bool blockdev = false;  // fstat's size is 0: libzim must be told the size
+    uint64_t offset = 0, size = 0;  // the archive's bytes in the file
+    OpenFile() = default;
+    OpenFile(const OpenFile &) = default;
+    OpenFile &operator=(const OpenFile &) = delete;
+    ~OpenFile();
+    // Exactly len bytes at pos of the archive (pread), or throws.
+    void read(uint64_t pos, void *buf, size_t len) const;
+};
+
+// A zim::Archive with the descriptor it reads through (null for multi-part
+// archives, which libzim 8.1.1 opens only by name).
+struct ArchiveCopy {
+    std::shared_ptr<OpenFile> file;
     zim::Archive a;
-    std::string filename;
-    // How it was opened, so a pooled searcher can open its own copy.
-    std::string path;
-    bool ranged = false;
-    uint64_t offset = 0, size = 0;
+};
+
+}  // namespace zs_impl
+
+struct zs_archive {
+    std::shared_ptr<zs_impl::OpenFile> file;  // declared first: outlives a
+    zim::Archive a;
+    std::string filename;  // as the caller gave it, for messages
 };
 struct zs_entry {
     zim::Entry e;
@@ -70,6 +100,38 @@ char *join_nul(const std::vector<std::string> &v, size_t *len);
 // Checks the search-index entries that libzim 8.1.1 reads without bounds
 // checks (zimshim_archive.cpp); with_database also opens the index.
 void check_index_entries(const zim::Archive &a, bool with_database);
+
+// ---- the archive's file (zimshim_file.cpp) ----
+
+// Opens path for an archive: never blocks on a FIFO, refuses what is not a
+// regular file or block device, checks offset/size against the file.
+// Returns null with err set (ZS_ERR_INTERRUPTED on EINTR).
+std::shared_ptr<OpenFile> open_archive_file(const char *path, unsigned range, uint64_t offset,
+                                            uint64_t size, zs_error *err);
+// libzim's Archive over f's descriptor; throws as libzim does.
+zim::Archive open_archive(const OpenFile &f);
+// Refuses corruption that would crash libzim 8.1.1's Archive constructor.
+void check_title_listings(const OpenFile &f);
+// Another independent zim::Archive (its own caches and locks) over a dup()
+// of the same descriptor; for a multi-part archive, the same one.
+ArchiveCopy copy_archive(const std::shared_ptr<OpenFile> &file, const zim::Archive &a);
+
+struct Header {
+    uint16_t major = 0, minor = 0;
+    uint32_t entries = 0, clusters = 0;
+    uint64_t path_ptr_pos = 0, title_ptr_pos = 0, cluster_ptr_pos = 0;
+};
+bool read_header(const OpenFile &f, Header *h);
+
+struct Dirent {
+    std::string long_path;  // namespace character + path
+    bool redirect = false;
+    uint32_t cluster = 0, blob = 0;
+};
+// Dirent i of the path-ordered table, read from the file.
+bool read_dirent(const OpenFile &f, const Header &h, uint32_t i, Dirent *d);
+bool find_dirent(const OpenFile &f, const Header &h, const std::string &long_path,
+                 uint32_t *index, Dirent *d);
 
 }  // namespace zs_impl
 

@@ -9,14 +9,12 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
-#include <fcntl.h>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <stdexcept>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 using namespace zs_impl;
@@ -25,46 +23,12 @@ using namespace zs_impl;
 
 namespace {
 
-// An archive of a searcher, with what it takes to open it again.
-struct Source {
-    zim::Archive a;
-    std::string path;
-    bool ranged;
-    uint64_t offset, size;
-};
-
 // libzim's Archive serialises lookups with internal mutexes, and every
 // search result's title is a lookup; two threads searching through one
 // Archive contend there (a shared Searcher ran at 75% of independent ones,
-// measured).  So every pooled searcher but the first opens the file again.
-// Should that fail or find another archive (the file was replaced), the
-// shared one is used.
-zim::Archive own_copy(const Source &src) {
-    try {
-        std::unique_ptr<zim::Archive> a;
-        if (src.ranged) {
-            int fd = ::open(src.path.c_str(), O_RDONLY | O_CLOEXEC);
-            if (fd < 0)
-                return src.a;
-            try {
-                a.reset(new zim::Archive(fd, src.offset, src.size));
-            } catch (...) {
-                ::close(fd);
-                throw;
-            }
-            ::close(fd);
-        } else {
-            a.reset(new zim::Archive(src.path));
-        }
-        if (a->getUuid() == src.a.getUuid() && a->getFilesize() == src.a.getFilesize())
-            return *a;
-    } catch (const std::bad_alloc &) {
-        throw;
-    } catch (...) {
-    }
-    return src.a;
-}
-
+// measured).  So every pooled searcher but the first reads through its own
+// copy of each archive, made over a dup() of the archive's descriptor: the
+// same file, whatever happened to the path since (copy_archive).
 struct Slot {
     uint64_t gen = ~uint64_t(0);
     bool own_files = false;  // opens its own copies of the archives
@@ -73,7 +37,10 @@ struct Slot {
     // The last Search served by this slot, kept so a Python Search that asks
     // for the estimate and then pages does not re-parse its query.
     uint64_t cached_id = 0;
-    std::vector<zim::Archive> archives;  // as of gen
+    // As of gen. Holds the descriptors the searchers open their index
+    // databases through (lazily, at the first search): replaced only
+    // together with ft/sg.
+    std::vector<ArchiveCopy> archives;
     std::vector<zim::Uuid> indexed_ids;  // per archive; zero uuid if no index
     std::unique_ptr<zim::Search> ft_search;
     std::unique_ptr<zim::SuggestionSearch> sg_search;
@@ -85,7 +52,7 @@ struct zs_searcher {
     zs_search_kind kind;
     std::mutex mu;
     std::condition_variable cv;
-    std::vector<Source> archives;
+    std::vector<ArchiveCopy> archives;
     uint64_t gen = 0;
     std::vector<std::unique_ptr<Slot>> slots;
     std::vector<Slot *> idle;
@@ -115,7 +82,7 @@ class Lease {
             s->cv.wait(lk);
         }
         if (slot_->gen != s->gen) {
-            std::vector<Source> archives = s->archives;
+            std::vector<ArchiveCopy> archives = s->archives;
             uint64_t gen = s->gen;
             lk.unlock();
             try {
@@ -170,23 +137,27 @@ class Lease {
     }
 
   private:
-    void rebuild(const std::vector<Source> &sources) {
+    void rebuild(const std::vector<ArchiveCopy> &sources) {
         Slot &sl = *slot_;
         sl.ft_search.reset();
         sl.sg_search.reset();
         sl.cached_id = 0;
+        std::vector<ArchiveCopy> copies;
         std::vector<zim::Archive> archives;
-        for (const Source &src : sources)
-            archives.push_back(sl.own_files ? own_copy(src) : src.a);
-        sl.archives = archives;
-        sl.indexed_ids.clear();
-        for (const auto &a : archives)
-            sl.indexed_ids.push_back(a.hasFulltextIndex() ? a.getUuid() : zim::Uuid());
+        std::vector<zim::Uuid> ids;
+        for (const ArchiveCopy &src : sources) {
+            copies.push_back(sl.own_files ? copy_archive(src.file, src.a) : src);
+            const zim::Archive &a = copies.back().a;
+            archives.push_back(a);
+            ids.push_back(a.hasFulltextIndex() ? a.getUuid() : zim::Uuid());
+        }
         if (s_->kind == ZS_FULLTEXT) {
             sl.ft.reset(new zim::Searcher(archives));
         } else {
             sl.sg.reset(new zim::SuggestionSearcher(archives.at(0)));
         }
+        sl.archives = std::move(copies);
+        sl.indexed_ids = std::move(ids);
     }
     void give_back() {
         if (!slot_)
@@ -255,8 +226,7 @@ extern "C" zs_searcher *zs_searcher_new(zs_search_kind kind, zs_archive *const *
             s->cap = (size_t)std::atoi(env);
         for (size_t i = 0; i < n; i++) {
             check_index_entries(archives[i]->a, true);
-            s->archives.push_back(Source{archives[i]->a, archives[i]->path, archives[i]->ranged,
-                                         archives[i]->offset, archives[i]->size});
+            s->archives.push_back(ArchiveCopy{archives[i]->file, archives[i]->a});
         }
         return s.release();
     });
@@ -268,7 +238,7 @@ extern "C" int zs_searcher_add_archive(zs_searcher *s, zs_archive *a, zs_error *
             throw std::invalid_argument("only full-text searchers take more archives");
         check_index_entries(a->a, true);
         std::lock_guard<std::mutex> lk(s->mu);
-        s->archives.push_back(Source{a->a, a->path, a->ranged, a->offset, a->size});
+        s->archives.push_back(ArchiveCopy{a->file, a->a});
         s->gen++;
         return 0;
     });
@@ -281,7 +251,7 @@ extern "C" int zs_searcher_prepare(zs_searcher *s, zs_error *err) {
             {
                 std::lock_guard<std::mutex> lk(s->mu);
                 any = std::any_of(s->archives.begin(), s->archives.end(),
-                                  [](const Source &src) { return src.a.hasFulltextIndex(); });
+                                  [](const ArchiveCopy &src) { return src.a.hasFulltextIndex(); });
             }
             if (!any) {
                 set_error(err, ZS_ERR_NO_INDEX, "no full-text index");

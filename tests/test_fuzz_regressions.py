@@ -75,3 +75,30 @@ def test_mutated_archive_gives_errors_not_crashes(tmp_path, name):
              f"a = Archive({str(path)!r})\n" + textwrap.dedent(code)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, **child_python())
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+# Corrupt blob numbers in the title-listing dirents (X/listing/titleOrdered/v0
+# at 40895, v1 at 40936 in nons/small.zim): libzim 8.1.1's Archive
+# constructor reads the listing's blob offset without a bounds check
+# (segfault in FileImpl::getTitleAccessor for v1). The binding checks the
+# bound from the file before libzim opens it.
+OPEN_CASES = {
+    "title-listing-v1-blob": ("nons/small.zim", [(40939, 0x40)], "titleOrdered/v1", 0x40000004),
+    "title-listing-v0-blob": ("nons/small.zim", [(40898, 0x40)], "titleOrdered/v0", 0x40000003),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPEN_CASES))
+def test_corrupt_title_listing_refused_at_open(tmp_path, name):
+    source, patch, listing, blob = OPEN_CASES[name]
+    data = bytearray((SUITE / source).read_bytes())
+    for offset, byte in patch:
+        data[offset] = byte
+    path = tmp_path / "mutated-small.zim"
+    path.write_bytes(bytes(data))
+    script = ("import libzim\nfrom libzim.reader import Archive\n"
+              f"try:\n    Archive({str(path)!r})\nexcept libzim.ArchiveError as e:\n    print(e)\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout == (f"{path}: corrupt title listing 'listing/{listing}': "
+                           f"blob {blob} in a cluster of 5 blobs\n")
