@@ -541,9 +541,10 @@ static int archive_init(PyObject *self, PyObject *args, PyObject *kwds) {
     atomic_store(&a->lookup_cost, ZC_ADAPTIVE_START_NS);
     atomic_store(&a->read_cost, ZC_ADAPTIVE_START_NS);
     a->name = Py_NewRef(fsname);
-    a->has_range = has_range;
+    a->has_range = range != 0;
     a->offset = offset;
-    a->size = size;
+    /* offset= alone: the size libzim was given, the rest of the file at open. */
+    a->size = (range & ZS_RANGE_SIZE) ? size : info.filesize;
     a->filename = PyObject_CallOneArg(st->pathlib_Path, fsname);
     if (!a->filename) {
         zs_archive_free(h);
