@@ -1,0 +1,72 @@
+# pyright: strict
+"""The README's usage example as a program, type-checked against the installed package.
+
+    python examples/usage.py ARCHIVE [ENTRY_PATH] [QUERY] [TITLE_PREFIX]
+
+tools/test.sh checks this file with `mypy --strict` and pyright against the
+package installed from the sdist, so the shipped stubs are what a user's type
+checker sees. The annotations below are the types the README promises.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+from libzim import SearchError, ZimError
+from libzim.reader import Archive, Entry, Item
+from libzim.search import Query, Search, Searcher, SearchResult
+from libzim.suggestion import SuggestionSearcher
+from libzim.version import get_libzim_version
+
+
+def show(path: str, entry_path: str, query: str, prefix: str) -> None:
+    with Archive(path) as archive:  # or Archive(path, offset=8, size=n)
+        entry: Entry = archive.get_entry_by_path(entry_path)
+        item: Item = entry.get_item()
+        data: memoryview = item.content  # zero-copy
+        print(f"{entry.path}: {item.mimetype}, {len(data)} bytes")
+
+        try:
+            searcher = Searcher(archive)  # share it between threads
+            search: Search = searcher.search(Query().set_query(query))  # a str or a Query
+        except SearchError as e:  # no full-text index
+            print(f"no search: {e}")
+        else:
+            print(search.get_estimated_matches())
+            for r in search.get_results(0, 16, include_snippets=False):
+                hit: SearchResult = r
+                print(hit.path, hit.title, hit.score)  # hit.snippet == ""
+
+            def worker() -> None:
+                searcher.search(query).get_results(0, 10)
+
+            threads = [threading.Thread(target=worker) for _ in range(2)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+
+        for s in SuggestionSearcher(archive).suggest(prefix).get_results(0, 10):
+            print(s.path, s.title)
+
+        failed: list[str] = list(archive.validate(["dirent_ptrs"]))
+        print(f"libzim {get_libzim_version()}, failed checks: {failed or 'none'}")
+
+
+def main(argv: list[str]) -> int:
+    if not 1 <= len(argv) <= 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    defaults = ["main.html", "event loop", "pyth"]
+    path, entry_path, query, prefix = argv + defaults[len(argv) - 1 :]
+    try:
+        show(path, entry_path, query, prefix)
+    except ZimError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
