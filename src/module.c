@@ -68,6 +68,35 @@ static PyObject *test_block_open(PyObject *m, PyObject *arg) {
     return set_hook(arg, zs_test_block_open);
 }
 
+/* _snippet(html: bytes, query: str, language: str) -> str */
+static PyObject *snippet_hook(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+    zc_state *st = PyModule_GetState(m);
+    Py_buffer html;
+    const char *query, *lang;
+    Py_ssize_t qlen;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "_snippet(html, query, language) takes 3 arguments");
+        return NULL;
+    }
+    if (!(query = PyUnicode_AsUTF8AndSize(args[1], &qlen)) ||
+        !(lang = PyUnicode_AsUTF8(args[2])) ||
+        PyObject_GetBuffer(args[0], &html, PyBUF_SIMPLE) < 0)
+        return NULL;
+    char *out = NULL;
+    size_t len = 0;
+    zs_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = zs_snippet_test(html.buf, (size_t)html.len, query, (size_t)qlen, lang, &out, &len, &err);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&html);
+    if (rc < 0)
+        return zc_raise(st, &err, NULL);
+    PyObject *r = PyUnicode_DecodeUTF8(out, (Py_ssize_t)len, "strict");
+    zs_buffer_free(out);
+    return r;
+}
+
 static PyMethodDef module_methods[] = {
     {"_versions", versions, METH_NOARGS, "[(library, version), ...] as libzim reports them."},
     {"get_cluster_cache_max_size", not_supported, METH_NOARGS,
@@ -82,6 +111,10 @@ static PyMethodDef module_methods[] = {
      "Testing only: native calls first sleep this many microseconds. Returns the previous value."},
     {"_test_block_open", test_block_open, METH_O,
      "Testing only: the next N archive opens wait for a signal, then fail with EINTR."},
+    {"_snippet", (PyCFunction)(void (*)(void))snippet_hook, METH_FASTCALL,
+     "_snippet(html, query, language, /)\n--\n\n"
+     "Testing only: libzim-c's snippet of an HTML document (bytes) for a query, stemmed for "
+     "an index language such as 'eng' ('' for none)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -816,17 +816,32 @@ done:
     return out;
 }
 
-static const char *const page_names[] = {"start", "count", "include_snippets"};
+static const char *const page_names[] = {"start", "count", "include_snippets", "snippet_engine"};
+
+/* snippet_engine: "libzim-c" (default) or "libzim"; sets *flags. */
+static int snippet_engine(PyObject *arg, unsigned *flags) {
+    if (!arg)
+        return 0;
+    if (PyUnicode_Check(arg) && PyUnicode_CompareWithASCIIString(arg, "libzim") == 0) {
+        *flags |= ZS_LIBZIM_SNIPPET;
+        return 0;
+    }
+    if (PyUnicode_Check(arg) && PyUnicode_CompareWithASCIIString(arg, "libzim-c") == 0)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "snippet_engine must be 'libzim-c' or 'libzim', not %R", arg);
+    return -1;
+}
 
 static PyObject *search_get_results(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                     PyObject *kwnames) {
-    PyObject *a[3];
+    PyObject *a[4];
     int snippets = 1;
-    if (zc_args("get_results", args, nargs, kwnames, page_names, 3, 2, 2, a) < 0 ||
-        (a[2] && (snippets = PyObject_IsTrue(a[2])) < 0))
+    unsigned flags = ZS_WANT_TITLE;
+    if (zc_args("get_results", args, nargs, kwnames, page_names, 4, 2, 2, a) < 0 ||
+        (a[2] && (snippets = PyObject_IsTrue(a[2])) < 0) || snippet_engine(a[3], &flags) < 0)
         return NULL;
     zc_state *st = zc_state_of(self);
-    unsigned flags = ZS_WANT_TITLE | (snippets ? ZS_WANT_SNIPPET : 0);
+    flags |= snippets ? ZS_WANT_SNIPPET : 0;
     return zc_search_page((SearchObject *)self, st->ResultSet, st->Result, a, flags, 0);
 }
 
@@ -873,10 +888,12 @@ static PyMethodDef search_methods[] = {
      "getEstimatedMatches($self, /)\n--\n\n3.x alias of get_estimated_matches."},
     {"get_results", (PyCFunction)(void (*)(void))search_get_results,
      METH_FASTCALL | METH_KEYWORDS,
-     "get_results($self, /, start, count, *, include_snippets=True)\n--\n\n"
+     "get_results($self, /, start, count, *, include_snippets=True, snippet_engine='libzim-c')"
+     "\n--\n\n"
      "A SearchResultSet of hits start..start+count.\n\n"
      "With include_snippets=False no article is read and only the path, title and score "
-     "of each hit are: snippet is '' and word_count -1."},
+     "of each hit are: snippet is '' and word_count -1. snippet_engine='libzim' makes "
+     "snippets with libzim's getSnippet() instead of libzim-c's engine."},
     {"getResults", (PyCFunction)(void (*)(void))zc_search_get_paths, METH_FASTCALL | METH_KEYWORDS,
      "getResults($self, /, start, count)\n--\n\n"
      "3.x API: an iterator over the paths of results start..start+count."},

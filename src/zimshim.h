@@ -231,7 +231,9 @@ typedef struct {
     void *priv;
 } zs_page;
 
-enum { ZS_WANT_TITLE = 1, ZS_WANT_SNIPPET = 2 };
+/* ZS_LIBZIM_SNIPPET: with ZS_WANT_SNIPPET, libzim's own getSnippet() instead
+ * of libzim-c's snippet engine (zimshim_snippet.cpp). */
+enum { ZS_WANT_TITLE = 1, ZS_WANT_SNIPPET = 2, ZS_LIBZIM_SNIPPET = 4 };
 
 /* Runs the query and gathers a whole page (paths always; titles, scores and
  * snippets as flags ask) in one call. */
@@ -258,6 +260,14 @@ long zs_test_delay(long usec);
  * FIFO or a hung network file system does, and then fail with EINTR.
  * Returns the previous value. */
 long zs_test_block_open(long n);
+
+/* ---- snippet engine ----------------------------------------------------------- */
+
+/* Testing hook: libzim-c's snippet of an HTML document for a query, stemmed
+ * for an index language (as in an index's "language" metadata, e.g. "eng";
+ * "" for none).  *out is UTF-8, malloc'd (zs_buffer_free). */
+int zs_snippet_test(const char *html, size_t len, const char *query, size_t qlen,
+                    const char *language, char **out, size_t *outlen, zs_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,6 @@
 // The searcher pool, result pages and suggestions: see zimshim.h.
 #include "zimshim_impl.hpp"
+#include "zimshim_snippet.hpp"
 
 #include <zim/search.h>
 #include <zim/search_iterator.h>
@@ -122,6 +123,15 @@ class Lease {
             sl.cached_id = q->search_id;
         }
         return *sl.sg_search;
+    }
+
+    // The language the query is parsed in: the first archive's with a
+    // full-text index, as in libzim's Searcher.
+    zsnip::IndexLanguage index_language() const {
+        for (const ArchiveCopy &c : slot_->archives)
+            if (c.a.hasFulltextIndex())
+                return zsnip::index_language(c.a);
+        return zsnip::IndexLanguage{};
     }
 
     // Which archive a result came from: libzim numbers only the archives
@@ -288,6 +298,10 @@ extern "C" zs_page *zs_search_page(zs_searcher *s, const zs_query *q, int start,
             zim::Search &search = lease.search(q);
             auto results = search.getResults(start, count);
             impl->rows.reserve(results.size() > 0 ? (size_t)results.size() : 0);
+            std::unique_ptr<zsnip::Snippeter> own;
+            if ((flags & ZS_WANT_SNIPPET) && !(flags & ZS_LIBZIM_SNIPPET))
+                own.reset(new zsnip::Snippeter(std::string(q->text, q->len),
+                                               lease.index_language()));
             for (auto it = results.begin(); it != results.end(); ++it) {
                 Row r;
                 r.path = it.getPath();
@@ -296,7 +310,7 @@ extern "C" zs_page *zs_search_page(zs_searcher *s, const zs_query *q, int start,
                     r.score = it.getScore();
                 }
                 if (flags & ZS_WANT_SNIPPET) {
-                    r.snippet = it.getSnippet();
+                    r.snippet = own ? own->of_entry(*it) : it.getSnippet();
                     // A separate value read per hit (~2 us, measured): it
                     // would make a snippet-less page 40% slower, while next
                     // to a snippet it is free.

@@ -26,7 +26,7 @@ SIGNATURES = {
     Query.set_query: ["query"],
     Searcher.search: ["query"],
     Search.getResults: ["start", "count"],
-    Search.get_results: ["start", "count", "include_snippets"],
+    Search.get_results: ["start", "count", "include_snippets", "snippet_engine"],
     SuggestionSearcher.suggest: ["query"],
     SuggestionSearch.getResults: ["start", "count"],
 }

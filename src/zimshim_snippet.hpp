@@ -1,0 +1,57 @@
+// libzim-c's own snippet engine: C++ internals shared by the shim files.
+// Never includes Python.h; callers catch exceptions (guarded()).
+#ifndef ZIMSHIM_SNIPPET_HPP
+#define ZIMSHIM_SNIPPET_HPP
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace zim {
+class Archive;
+class Entry;
+}
+
+namespace zsnip {
+
+// Target length of a snippet's text in bytes, before escaping: libzim asks
+// Xapian for 500.
+constexpr size_t kLength = 500;
+
+// The indexing language and stop words of an archive's full-text index, as
+// libzim 8.1.1 reads them to set up its query parser (the database's
+// "language" metadata, else the archive's Language metadata).  Cached per
+// archive; thread-safe.
+struct IndexLanguage {
+    std::string language, stopwords;
+};
+IndexLanguage index_language(const zim::Archive &a);
+
+// Makes snippets for one query.  Not thread-safe (Xapian's stemmers keep
+// state): one per thread, or per page call.
+class Snippeter {
+  public:
+    Snippeter(const std::string &query, const IndexLanguage &lang);
+    ~Snippeter();
+    Snippeter(const Snippeter &) = delete;
+    Snippeter &operator=(const Snippeter &) = delete;
+
+    // Plain text of the best window of the article's visible text, matched
+    // words in <b>...</b>, HTML-escaped, "..." where cut; valid UTF-8.
+    std::string make(const char *html, size_t len);
+    // The snippet of a search hit's article; "" when it cannot be read, as
+    // libzim's getSnippet() does.
+    std::string of_entry(const zim::Entry &entry);
+    // The query's terms, as the query parser made them (for tests).
+    const std::vector<std::string> &terms() const;
+
+    struct Impl;
+
+  private:
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace zsnip
+
+#endif
