@@ -259,3 +259,157 @@ def test_engine_option(searcher_a):
     for bad in ("xapian", "", "LIBZIM", 1, None):
         with pytest.raises(ValueError if isinstance(bad, str) else (ValueError, TypeError)):
             search.get_results(0, 1, snippet_engine=bad)
+
+
+# ---- properties over random and hostile HTML ------------------------------------------------
+
+import html as html_lib  # noqa: E402
+import re  # noqa: E402
+import threading  # noqa: E402
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+WORDS = ["zebra", "zebras", "lion", "tiger", "striped", "run", "running", "caf\u00e9", "na\u00efve",
+         "\u041c\u043e\u0441\u043a\u0432\u0430", "\u65e5\u672c", "U.S.A.", "C++", "AT&T", "don't"]
+TAGS = ["p", "div", "span", "b", "a", "script", "style", "nav", "header", "footer", "head", "body",
+        "li", "table", "td", "br", "img", "noscript", "svg", "title", "textarea", "select"]
+ATTRS = ['class="footer"', 'role="navigation"', "hidden", 'aria-hidden="true"', 'style="display:none"',
+         'class="x y"', "href='a>b'", 'title="<p>"', "data-x=unquoted", '"', "'", "="]
+PIECES = st.one_of(
+    st.sampled_from(WORDS),
+    st.text(max_size=12),
+    st.sampled_from(["&amp;", "&lt;", "&#233;", "&#x1F600;", "&#0;", "&#xD800;", "&nbsp;", "&bogus;", "&",
+                     "&#", "&#x", "&copy", "<", ">", "</", "<!--", "-->", "<!", "<?", "\u00a0", " ", "\n"]),
+    st.builds(lambda t, a, close: f"<{t} {a}>" if not close else f"</{t}>",
+              st.sampled_from(TAGS), st.sampled_from(ATTRS), st.booleans()),
+)
+HTML = st.lists(PIECES, max_size=60).map("".join)
+QUERY = st.lists(st.sampled_from(WORDS + ["nothing", ""]), min_size=0, max_size=3).map(" ".join)
+# Byte-level garbage too: invalid UTF-8, NULs, lone continuation bytes.
+RAW = st.one_of(HTML.map(lambda s: s.encode("utf-8")), st.binary(max_size=300),
+                st.tuples(HTML, st.binary(max_size=20), HTML).map(lambda t: t[0].encode() + t[1] + t[2].encode()))
+
+LENGTH = 500
+
+
+def check_shape(out: str) -> None:
+    # Valid UTF-8 (the hook decodes strictly), only <b>/</b> as markup, every
+    # '&' an escape, the text within the length.
+    assert isinstance(out, str)
+    assert "\ufffe" not in out and all(c >= " " for c in out)
+    markup = re.findall(r"<[^>]*>?", out)
+    assert all(m in ("<b>", "</b>") for m in markup), out
+    assert ">" not in re.sub(r"</?b>", "", out)
+    assert not re.search(r"&(?!amp;|lt;|gt;)", out), out
+    assert out.count("<b>") == out.count("</b>")
+    assert "<b></b>" not in out and "<b><b>" not in out
+    text = html_lib.unescape(re.sub(r"</?b>", "", out))
+    body = text.removeprefix("...").removesuffix("...")
+    assert len(body.encode("utf-8")) <= LENGTH, len(body.encode())
+    assert body == body.strip()
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(RAW, QUERY, st.sampled_from(["eng", "fra", "rus", "", "xx", "deu"]))
+def test_random_html_gives_well_formed_snippets(data, query, language):
+    check_shape(snip(data, query, language))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(WORDS + ["filler"] * 10), min_size=100, max_size=400), QUERY)
+def test_long_random_text_is_bounded(words, query):
+    out = snip("<p>" + " ".join(words) + "</p>", query)
+    check_shape(out)
+
+
+# ---- highlighting agrees with the stemmer -----------------------------------------------------
+
+import unicodedata  # noqa: E402
+
+import snowballstemmer  # noqa: E402
+
+FAMILIES = {
+    "english": [
+        "connect connected connecting connection connections connective connects",
+        "run runs running runner ran",
+        "happy happiness happily happier",
+        "generous generously generosity",
+        "die dies died dying",
+        "sky skies ski skis",
+        "loop loops looping looped",
+        "argue argued argues arguing argument arguments",
+        "fly flies flying flight",
+        "nation national nationality nations nationally",
+        "organize organization organizing organized organizer",
+        "relate relational relation relations relative relatively",
+        "index indexes indices indexing indexed",
+        "process processes processing processor processed",
+        "easy easily easier",
+        "news",
+        "cat cats catalog catalogue",
+    ],
+    "french": [
+        "\u00e9l\u00e8ve \u00e9l\u00e8ves eleve \u00e9lever",
+        "cha\u00eene cha\u00eenes chaine",
+        "ind\u00e9pendant ind\u00e9pendante ind\u00e9pendance ind\u00e9pendamment",
+        "continu continue continuer continuellement continuation",
+        "for\u00eat for\u00eats foret",
+    ],
+}
+LANG_CODE = {"english": "eng", "french": "fra"}
+
+
+def fold(word: str) -> str:
+    decomposed = unicodedata.normalize("NFD", word.lower())
+    return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
+
+
+@pytest.mark.parametrize("language", sorted(FAMILIES))
+def test_highlighting_agrees_with_the_stemmer(language):
+    # An independent implementation of the same Snowball algorithms decides
+    # which words share a stem; the engine must highlight exactly those.
+    stem = snowballstemmer.stemmer(language).stemWord
+    words = [w for family in FAMILIES[language] for w in family.split()]
+    text = " ".join(words)
+    disagreements = []
+    for query in words:
+        out = snip(f"<p>{text}</p>", query, LANG_CODE[language])
+        marked = re.findall(r"<b>(.*?)</b>", out)
+        want = [w for w in words if stem(fold(w)) == stem(fold(query))]
+        if marked != want:
+            disagreements.append((query, marked, want))
+    assert not disagreements
+
+
+# ---- threads ------------------------------------------------------------------------------------
+
+
+def test_four_threads_give_the_single_threaded_snippets():
+    import random
+
+    rng = random.Random(10)
+    cases = [(BOILERPLATE, "zebra", "eng"), (f"<p>{FILLER} zebra {FILLER}</p>", "zebra", "eng")]
+    for i in range(60):
+        words = [rng.choice(WORDS + ["filler"] * 8) for _ in range(rng.randrange(50, 600))]
+        html = "".join(f"<{rng.choice(TAGS)}>{w} " if rng.random() < 0.2 else f"{w} " for w in words)
+        cases.append((html, " ".join(rng.sample(WORDS, rng.randrange(1, 3))), rng.choice(["eng", "fra", "rus", ""])))
+    want = [snip(*c) for c in cases]
+    assert sum("<b>" in w for w in want) > len(cases) // 3  # the reference is meaningful
+    got: dict[int, list[str]] = {}
+
+    def worker(k: int) -> None:
+        order = list(range(len(cases)))
+        random.Random(k).shuffle(order)
+        out = [""] * len(cases)
+        for _ in range(3):
+            for i in order:
+                out[i] = snip(*cases[i])
+        got[k] = out
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(got[k] == want for k in range(4))
