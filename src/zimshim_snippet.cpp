@@ -462,6 +462,21 @@ uint32_t infix_digit(uint32_t ch) {
 
 // Xapian's character classes, with the ASCII answers inline: most text is
 // ASCII and Xapian's table lookup is a call per character.
+struct AsciiTables {
+    bool word[128];
+    char lower[128];
+    AsciiTables() {
+        for (int c = 0; c < 128; c++) {
+            word[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '_';
+            lower[c] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+        }
+    }
+};
+const AsciiTables kAscii;
+const bool *const kAsciiWord = kAscii.word;
+const char *const kAsciiLower = kAscii.lower;
+
 inline bool wordchar(uint32_t c) {
     if (c < 0x80)
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -666,27 +681,37 @@ class Builder {
             // Words that cannot match are walked but not spelled out.
             const bool cand = q_.candidate(c);
             size_t pos = i, end;
-            uint32_t ch = lower(c);
+            uint32_t prev = 0;
             for (;;) {
-                uint32_t prev;
-                for (;;) {
-                    if (cand)
-                        append(term, ch);
-                    prev = ch;
-                    pos = nx;
-                    if (pos >= ce)
-                        goto endofterm;
-                    uint32_t raw = cp_fast(buf_, pos, &nx);
-                    if (!wordchar(raw))
-                        break;
-                    ch = lower(raw);
+                // A run of word characters from pos (the first is one).
+                while (pos < ce) {
+                    unsigned char b = (unsigned char)buf_[pos];
+                    if (b < 0x80) {
+                        if (!kAsciiWord[b])
+                            break;
+                        if (cand)
+                            term.push_back(kAsciiLower[b]);
+                        prev = b;
+                        pos++;
+                    } else {
+                        size_t pn;
+                        uint32_t raw = cp_at(buf_, pos, &pn);
+                        if (!wordchar(raw))
+                            break;
+                        prev = lower(raw);
+                        if (cand)
+                            append(term, prev);
+                        pos = pn;
+                    }
                 }
-                // pos is at a non-word character, nx after it.
-                uint32_t raw = cp_fast(buf_, pos, &nx);
-                if (nx >= ce)
+                if (pos >= ce)
+                    goto endofterm;
+                // pos is at a non-word character: an infix joins two runs.
+                size_t nx2, nn;
+                uint32_t raw = cp_fast(buf_, pos, &nx2);
+                if (nx2 >= ce)
                     break;
-                size_t nn;
-                uint32_t next = cp_fast(buf_, nx, &nn);
+                uint32_t next = cp_fast(buf_, nx2, &nn);
                 if (!wordchar(next))
                     break;
                 uint32_t inf = is_digit(prev) && is_digit(next) ? infix_digit(raw) : infix(raw);
@@ -694,9 +719,7 @@ class Builder {
                     break;
                 if (inf != kIgnore && cand)
                     append(term, inf);
-                ch = lower(next);
-                pos = nx;
-                nx = nn;
+                pos = nx2;
             }
             {
                 size_t len = term.size(), p = pos;
@@ -894,94 +917,49 @@ struct Span {
 
 enum : uint8_t { kRaw = 1, kSkip = 2, kVoidEl = 4, kInlineEl = 8 };
 
-// Generated from the lists above: a switch on the length, then memcmp,
-// is cheaper than hashing every tag name.
-uint8_t tag_kind(const char *name, size_t n) {
+// Tag names of up to 8 bytes packed into an integer: one comparison each
+// instead of a hash or a memcmp per listed name.
+constexpr uint64_t pack(const char *s, size_t n) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < n && i < 8; i++)
+        v |= (uint64_t)(unsigned char)s[i] << (8 * i);
+    return v;
+}
+
+struct Kinds {
     struct K {
+        uint64_t packed;
+        size_t n;
         const char *name;
         uint8_t kind;
     };
-    switch (n) {
-    case 1: {
-        static const K ks[] = {{"a", kInlineEl}, {"b", kInlineEl}, {"i", kInlineEl}, {"q", kInlineEl}, {"s", kInlineEl}, {"u", kInlineEl}};
-        for (const K &k : ks)
-            if (std::memcmp(k.name, name, 1) == 0)
-                return k.kind;
-        return 0;
+    std::vector<K> by_len[16];
+    Kinds() {
+        const std::pair<const char *const *, uint8_t> lists[] = {
+            {kRawText, kRaw}, {kSkipped, kSkip}, {kVoid, kVoidEl}, {kInline, kInlineEl}};
+        for (const auto &l : lists)
+            for (const char *const *n = l.first; *n; n++) {
+                size_t len = std::strlen(*n);
+                auto &v = by_len[len & 15];
+                auto it = std::find_if(v.begin(), v.end(),
+                                       [&](const K &k) { return std::strcmp(k.name, *n) == 0; });
+                if (it != v.end())
+                    it->kind |= l.second;
+                else
+                    v.push_back(K{pack(*n, len), len, *n, l.second});
+            }
     }
-    case 2: {
-        static const K ks[] = {{"br", kVoidEl}, {"em", kInlineEl}, {"hr", kVoidEl}, {"tt", kInlineEl}};
-        for (const K &k : ks)
-            if (std::memcmp(k.name, name, 2) == 0)
-                return k.kind;
+};
+
+uint8_t tag_kind(const char *name, size_t n) {
+    static const Kinds kinds;
+    if (n == 0 || n > 15)
         return 0;
-    }
-    case 3: {
-        static const K ks[] = {{"bdi", kInlineEl}, {"bdo", kInlineEl}, {"big", kInlineEl}, {"col", kVoidEl}, {"del", kInlineEl}, {"dfn", kInlineEl}, {"img", kVoidEl}, {"ins", kInlineEl}, {"kbd", kInlineEl}, {"map", kSkip}, {"nav", kSkip}, {"sub", kInlineEl}, {"sup", kInlineEl}, {"svg", kSkip}, {"var", kInlineEl}, {"wbr", kVoidEl|kInlineEl}, {"xmp", kRaw}};
-        for (const K &k : ks)
-            if (std::memcmp(k.name, name, 3) == 0)
-                return k.kind;
-        return 0;
-    }
-    case 4: {
-        static const K ks[] = {{"abbr", kInlineEl}, {"area", kVoidEl}, {"base", kVoidEl}, {"cite", kInlineEl}, {"code", kInlineEl}, {"data", kInlineEl}, {"font", kInlineEl}, {"form", kSkip}, {"head", kSkip}, {"link", kVoidEl}, {"mark", kInlineEl}, {"menu", kSkip}, {"meta", kVoidEl}, {"nobr", kInlineEl}, {"samp", kInlineEl}, {"span", kInlineEl}, {"time", kInlineEl}};
-        for (const K &k : ks)
-            if (std::memcmp(k.name, name, 4) == 0)
-                return k.kind;
-        return 0;
-    }
-    case 5: {
-        static const K ks[] = {{"aside", kSkip}, {"audio", kSkip}, {"embed", kVoidEl}, {"input", kVoidEl}, {"param", kVoidEl}, {"small", kInlineEl}, {"style", kRaw}, {"title", kRaw}, {"track", kVoidEl}, {"video", kSkip}};
-        for (const K &k : ks)
-            if (std::memcmp(k.name, name, 5) == 0)
-                return k.kind;
-        return 0;
-    }
-    case 6: {
-        static const K ks[] = {{"button", kSkip}, {"canvas", kSkip}, {"dialog", kSkip}, {"footer", kSkip}, {"header", kSkip}, {"iframe", kRaw}, {"keygen", kVoidEl}, {"object", kSkip}, {"script", kRaw}, {"select", kSkip}, {"source", kVoidEl}, {"strike", kInlineEl}, {"strong", kInlineEl}};
-        for (const K &k : ks)
-            if (std::memcmp(k.name, name, 6) == 0)
-                return k.kind;
-        return 0;
-    }
-    case 7: {
-        static const K ks[] = {{"noembed", kRaw}};
-        for (const K &k : ks)
-            if (std::memcmp(k.name, name, 7) == 0)
-                return k.kind;
-        return 0;
-    }
-    case 8: {
-        static const K ks[] = {{"datalist", kSkip}, {"noframes", kRaw}, {"noscript", kSkip}, {"template", kSkip}, {"textarea", kRaw}};
-        for (const K &k : ks)
-            if (std::memcmp(k.name, name, 8) == 0)
-                return k.kind;
-        return 0;
-    }
-    case 9: {
-        static const K ks[] = {{"plaintext", kRaw}};
-        for (const K &k : ks)
-            if (std::memcmp(k.name, name, 9) == 0)
-                return k.kind;
-        return 0;
-    }
-    case 10: {
-        static const K ks[] = {{"annotation", kSkip}};
-        for (const K &k : ks)
-            if (std::memcmp(k.name, name, 10) == 0)
-                return k.kind;
-        return 0;
-    }
-    case 14: {
-        static const K ks[] = {{"annotation-xml", kSkip}};
-        for (const K &k : ks)
-            if (std::memcmp(k.name, name, 14) == 0)
-                return k.kind;
-        return 0;
-    }
-    default:
-        return 0;
-    }
+    uint64_t v = pack(name, n);
+    for (const Kinds::K &k : kinds.by_len[n])
+        if (k.packed == v && (n <= 8 || std::memcmp(k.name, name, n) == 0))
+            return k.kind;
+    return 0;
 }
 
 using Words = std::unordered_set<std::string>;
