@@ -1,6 +1,5 @@
 """Versions of libzim and the libraries it was built with."""
 import sys
-from typing import TextIO
 
 from libzim._libzim import _versions
 
@@ -15,7 +14,8 @@ def get_libzim_version() -> str:
     return get_versions()["libzim"]
 
 
-def print_versions(out: TextIO = sys.stdout) -> None:
+# A string annotation: importing typing for it would cost milliseconds at import.
+def print_versions(out: "TextIO" = sys.stdout) -> None:  # noqa: F821
     """Print one library per line, as python-libzim does."""
     for library, version in get_versions().items():
         print(f"- {library} {version}", file=out)
