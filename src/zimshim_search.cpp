@@ -43,6 +43,10 @@ struct Slot {
     // together with ft/sg.
     std::vector<ArchiveCopy> archives;
     std::vector<zim::Uuid> indexed_ids;  // per archive; zero uuid if no index
+    std::vector<char> new_scheme;        // per archive: paths are namespace-less
+    // Whether the index stores namespaced paths ("fullPath", the libzim default)
+    // that getPath() strips: -1 until a hit shows it.  See Lease::path_of.
+    int strips = -1;
     std::unique_ptr<zim::Search> ft_search;
     std::unique_ptr<zim::SuggestionSearch> sg_search;
 };
@@ -136,14 +140,54 @@ class Lease {
 
     // Which archive a result came from: libzim numbers only the archives
     // that have an index, so results are matched back by UUID.
-    int archive_of(const zim::Uuid &id) const {
+    int archive_of(const zim::SearchIterator &it) const {
         const auto &ids = slot_->indexed_ids;
         if (ids.size() == 1)
             return 0;
+        const zim::Uuid id = it.getZimId();
         for (size_t i = 0; i < ids.size(); i++)
             if (ids[i] == id)
                 return (int)i;
         return -1;
+    }
+
+    // getPath() without its per-hit cost: libzim reads the index's "data"
+    // metadata for every hit to decide whether to strip the namespace from
+    // the stored path.  That answer is fixed for a searcher, so the first
+    // hit from a new-scheme archive learns it by comparing the two.
+    std::string path_of(const zim::SearchIterator &it, int archive) {
+        Slot &sl = *slot_;
+        if (archive < 0)
+            return it.getPath();
+        std::string data = it.getDbData();
+        if (!sl.new_scheme[(size_t)archive])
+            return data;
+        if (sl.strips < 0) {
+            std::string path = it.getPath();
+            sl.strips = path.size() != data.size();
+            return path;
+        }
+        if (!sl.strips)
+            return data;
+        if (data.size() < 2)
+            return data.substr(2);  // throws out_of_range, as libzim's getPath does
+        data.erase(0, 2);
+        return data;
+    }
+
+    // getTitle() looks the stored path up as given: for namespaced data
+    // ("C/foo") that is one binary search over the dirents that misses and a
+    // second after parsing.  The entry at the result's path is the same one
+    // (unless an article's own path starts with "C/") for one search; if it
+    // is not found, libzim's way decides.
+    std::string title_of(const zim::SearchIterator &it, int archive, const std::string &path) {
+        if (archive >= 0) {
+            try {
+                return slot_->archives[(size_t)archive].a.getEntryByPath(path).getTitle();
+            } catch (const zim::EntryNotFound &) {
+            }
+        }
+        return it.getTitle();
     }
 
   private:
@@ -155,11 +199,13 @@ class Lease {
         std::vector<ArchiveCopy> copies;
         std::vector<zim::Archive> archives;
         std::vector<zim::Uuid> ids;
+        std::vector<char> new_scheme;
         for (const ArchiveCopy &src : sources) {
             copies.push_back(sl.own_files ? copy_archive(src.file, src.a) : src);
             const zim::Archive &a = copies.back().a;
             archives.push_back(a);
             ids.push_back(a.hasFulltextIndex() ? a.getUuid() : zim::Uuid());
+            new_scheme.push_back(a.hasNewNamespaceScheme());
         }
         if (s_->kind == ZS_FULLTEXT) {
             sl.ft.reset(new zim::Searcher(archives));
@@ -168,6 +214,8 @@ class Lease {
         }
         sl.archives = std::move(copies);
         sl.indexed_ids = std::move(ids);
+        sl.new_scheme = std::move(new_scheme);
+        sl.strips = -1;
     }
     void give_back() {
         if (!slot_)
@@ -189,6 +237,7 @@ struct Row {
 };
 
 struct PageImpl {
+    zs_page page;  // page.priv points back here: one allocation for both
     std::vector<Row> rows;
     std::vector<zs_result> results;
 };
@@ -206,11 +255,11 @@ zs_page *finish_page(std::unique_ptr<PageImpl> impl) {
         o.word_count = r.word_count;
         o.archive = r.archive;
     }
-    std::unique_ptr<zs_page> p(new zs_page);
+    zs_page *p = &impl->page;
     p->results = impl->results.data();
     p->n = impl->results.size();
     p->priv = impl.release();
-    return p.release();
+    return p;
 }
 
 size_t default_cap() {
@@ -302,11 +351,15 @@ extern "C" zs_page *zs_search_page(zs_searcher *s, const zs_query *q, int start,
             if ((flags & ZS_WANT_SNIPPET) && !(flags & ZS_LIBZIM_SNIPPET))
                 own.reset(new zsnip::Snippeter(std::string(q->text, q->len),
                                                lease.index_language()));
-            for (auto it = results.begin(); it != results.end(); ++it) {
+            const auto end = results.end();  // each end() allocates an iterator
+            for (auto it = results.begin(); it != end; ++it) {
                 Row r;
-                r.path = it.getPath();
+                r.archive = lease.archive_of(it);
+                r.path = lease.path_of(it, r.archive);
                 if (flags & ZS_WANT_TITLE) {
-                    r.title = it.getTitle();
+                    // getSnippet() reads the entry getTitle() caches: share it.
+                    r.title = (flags & ZS_WANT_SNIPPET) ? it.getTitle()
+                                                        : lease.title_of(it, r.archive, r.path);
                     r.score = it.getScore();
                 }
                 if (flags & ZS_WANT_SNIPPET) {
@@ -318,13 +371,13 @@ extern "C" zs_page *zs_search_page(zs_searcher *s, const zs_query *q, int start,
                 } else {
                     r.word_count = -1;
                 }
-                r.archive = lease.archive_of(it.getZimId());
                 impl->rows.push_back(std::move(r));
             }
         } else {
             zim::SuggestionSearch &search = lease.suggest(q);
             auto results = search.getResults(start, count);
-            for (auto it = results.begin(); it != results.end(); ++it) {
+            const auto end = results.end();
+            for (auto it = results.begin(); it != end; ++it) {
                 const zim::SuggestionItem &item = *it;
                 Row r;
                 r.path = item.getPath();
@@ -353,6 +406,5 @@ extern "C" int zs_search_estimate(zs_searcher *s, const zs_query *q, int64_t *ou
 extern "C" void zs_page_free(zs_page *p) {
     if (!p)
         return;
-    delete static_cast<PageImpl *>(p->priv);
-    delete p;
+    delete static_cast<PageImpl *>(p->priv);  // p is its first member
 }
