@@ -545,7 +545,8 @@ static int archive_init(PyObject *self, PyObject *args, PyObject *kwds) {
     a->offset = offset;
     /* offset= alone: the size libzim was given, the rest of the file at open. */
     a->size = (range & ZS_RANGE_SIZE) ? size : info.filesize;
-    a->filename = PyObject_CallOneArg(st->pathlib_Path, fsname);
+    PyObject *path_type = zc_lazy_import(&st->pathlib_Path, "pathlib", "Path");
+    a->filename = path_type ? PyObject_CallOneArg(path_type, fsname) : NULL;
     if (!a->filename) {
         zs_archive_free(h);
         goto done;
@@ -1015,6 +1016,9 @@ static PyObject *a_uuid(PyObject *self, void *c) {
     if (!a)
         return NULL;
     zc_state *st = zc_state_of(self);
+    PyObject *uuid_type = zc_lazy_import(&st->uuid_UUID, "uuid", "UUID");
+    if (!uuid_type)
+        return NULL;
     PyObject *bytes = PyBytes_FromStringAndSize((const char *)a->info.uuid, 16);
     if (!bytes)
         return NULL;
@@ -1023,7 +1027,7 @@ static PyObject *a_uuid(PyObject *self, void *c) {
     if (!kw)
         return NULL;
     PyObject *empty = PyTuple_New(0);
-    PyObject *r = empty ? PyObject_Call(st->uuid_UUID, empty, kw) : NULL;
+    PyObject *r = empty ? PyObject_Call(uuid_type, empty, kw) : NULL;
     Py_XDECREF(empty);
     Py_DECREF(kw);
     return r;

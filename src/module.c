@@ -165,14 +165,6 @@ static int module_exec(PyObject *m) {
     if (init_exceptions(m, st) < 0 || zc_archive_init_types(m, st) < 0 ||
         zc_search_init_types(m, st) < 0 || zc_suggestion_init_types(m, st) < 0)
         return -1;
-    PyObject *mod = PyImport_ImportModule("uuid");
-    st->uuid_UUID = mod ? PyObject_GetAttrString(mod, "UUID") : NULL;
-    Py_XDECREF(mod);
-    mod = st->uuid_UUID ? PyImport_ImportModule("pathlib") : NULL;
-    st->pathlib_Path = mod ? PyObject_GetAttrString(mod, "Path") : NULL;
-    Py_XDECREF(mod);
-    if (!st->pathlib_Path)
-        return -1;
     return PyModule_AddStringConstant(m, "LIBZIM_VERSION_NOTE", LIBZIM_VERSION_NOTE);
 }
 

@@ -105,3 +105,24 @@ PyObject *zc_reduce(PyObject *self, PyObject *noargs) {
     Py_DECREF(mod);
     return r;
 }
+
+PyObject *zc_lazy_import(PyObject **slot, const char *module, const char *attr) {
+    PyObject *v = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if (v)
+        return v;
+    PyObject *mod = PyImport_ImportModule(module);
+    if (!mod)
+        return NULL;
+    v = PyObject_GetAttrString(mod, attr);
+    Py_DECREF(mod);
+    if (!v)
+        return NULL;
+    /* Two threads may import at once (no GIL, or a GIL dropped inside the
+     * import): the first to publish wins and the other's copy goes. */
+    PyObject *expected = NULL;
+    if (!__atomic_compare_exchange_n(slot, &expected, v, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        Py_DECREF(v);
+        v = expected;
+    }
+    return v;
+}

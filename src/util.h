@@ -39,6 +39,11 @@ int zc_args(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject
     }
 #define ZC_KW_METHOD(fn) ((PyCFunction)(void (*)(void))fn##_kw), METH_FASTCALL | METH_KEYWORDS
 
+/* module.attr, imported on first use and kept in *slot (module state) for the
+ * module's lifetime: importing uuid and pathlib at init doubled the time of
+ * `import libzim`.  Borrowed; NULL with an exception set on failure. */
+PyObject *zc_lazy_import(PyObject **slot, const char *module, const char *attr);
+
 /* UTF-8 of a str argument, refusing embedded NULs where libzim would cut. */
 const char *zc_utf8(PyObject *s, Py_ssize_t *len, const char *argname);
 
