@@ -13,7 +13,6 @@ from libzim._libzim import (
     ZimError,
 )
 from libzim import reader, search, suggestion, version
-from libzim import _pickle  # noqa: F401  (installs __reduce__ on the types)
 
 __version__ = "0.1.0"
 
