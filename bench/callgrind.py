@@ -127,7 +127,7 @@ def main():
         return drive(args)
 
     bench = _load("_libzim_c_bench_run", HERE / "run.py")
-    corpus = bench.load_corpus()
+    corpus = bench.corpus
     keys = [k for k in args.archives.split(",") if k]
     archives = {k: corpus.ensure_debian_doc_zim(k, bench.CACHE / "zim") for k in keys}
     raw = bench.build_raw()
