@@ -1,4 +1,4 @@
-"""The ``zim`` command line (libzim/__main__.py), run as ``python -m libzim`` in a subprocess.
+"""The ``zim`` command line (libzim/cli/), run as ``python -m libzim`` in a subprocess.
 
 Expected values come from the shared suite's documented facts (../shared/README.md)
 or from the library API called in this process, never from the CLI itself.

@@ -98,7 +98,7 @@ def test_corrupt_title_listing_refused_at_open(tmp_path, name):
     path.write_bytes(bytes(data))
     script = ("import libzim\nfrom libzim.reader import Archive\n"
               f"try:\n    Archive({str(path)!r})\nexcept libzim.ArchiveError as e:\n    print(e)\n")
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, **child_python())
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout == (f"{path}: corrupt title listing 'listing/{listing}': "
                            f"blob {blob} in a cluster of 5 blobs\n")

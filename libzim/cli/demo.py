@@ -1,0 +1,115 @@
+"""``zim demo``, and the demo archive, built by the checkout's tools/corpus.py."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from libzim.search import Searcher
+
+from .archives import open_archive
+from .errors import PROG, CLIError, one_line, print_error
+from .output import human_size
+from .search import digest, print_results, run_search
+from .workers import hammer
+
+
+DEMO_PACKAGE = "python3.11-doc"
+
+
+DEMO_QUERIES = (
+    "asyncio event loop",
+    "list comprehension",
+    "unicode strings",
+    "thread safety",
+    "regular expression groups",
+)
+
+
+def checkout() -> Path | None:
+    """The source checkout this package runs from (an in-place build), or None when installed."""
+    root = Path(__file__).resolve().parents[2]
+    return root if (root / "tools" / "corpus.py").is_file() and (root / "bench" / "run.py").is_file() else None
+
+
+def load_corpus(hint: str) -> Any:
+    """tools/corpus.py of the checkout, loaded by path: it is not part of the installed package."""
+    root = checkout()
+    if root is None:
+        raise CLIError(
+            f"cannot build the {DEMO_PACKAGE} archive: an installed libzim-c has no archive builder; "
+            f"run this from a libzim-c source checkout (bash tools/bootstrap.sh installs zim-tools and "
+            f"{DEMO_PACKAGE}){hint}"
+        )
+    spec = importlib.util.spec_from_file_location("_libzim_c_corpus", root / "tools" / "corpus.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def demo_archive(cache: str | None, hint: str = "") -> Path:
+    corpus = load_corpus(hint)
+    where = cache or str(corpus.DEFAULT_CACHE_DIR)
+    sys.stderr.write(
+        f"{PROG}: preparing the {DEMO_PACKAGE} archive (cached in {where}; "
+        "the first run installs the package if needed and builds it with zimwriterfs)\n"
+    )
+    sys.stderr.flush()
+    try:
+        return Path(corpus.ensure_debian_doc_zim(DEMO_PACKAGE, cache, install=True))
+    except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+        raise CLIError(f"cannot build the {DEMO_PACKAGE} archive: {one_line(e)}")
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    threads = args.threads if args.threads is not None else max(2, min(8, os.cpu_count() or 2))
+    if threads < 1:
+        raise CLIError("--threads must be >= 1", 2)
+    if args.duration <= 0:
+        raise CLIError("--duration must be > 0", 2)
+    path = demo_archive(args.cache)
+    archive = open_archive(path)
+    if not archive.has_fulltext_index:
+        raise CLIError(f"{path}: the demo archive has no full-text index")
+    searcher = Searcher(archive)
+    print(f"Archive: {path}")
+    print(f"  {archive.article_count:,} articles, {human_size(archive.filesize)}, full-text index")
+    print()
+
+    reference = []
+    for q in DEMO_QUERIES:
+        estimated, results = run_search(searcher, q, args.limit, True)
+        reference.append(digest(results))
+        print_results(q, estimated, results, 1, args.limit)
+        print()
+
+    def one(i: int) -> tuple[Any, ...]:
+        return digest(run_search(searcher, DEMO_QUERIES[i], args.limit, True)[1])
+
+    print(
+        f"Throughput: the {len(DEMO_QUERIES)} queries above, top {args.limit} with snippets, "
+        f"{args.duration:g} s per run, one Searcher shared by all threads"
+    )
+    sys.stdout.flush()
+    runs = []
+    counts = [1] if threads == 1 else [1, threads]
+    consistent = True
+    for n in counts:
+        stats, seen = hammer(one, len(DEMO_QUERIES), n, duration=args.duration)
+        ok = all(values == {reference[i]} for i, values in seen.items())
+        consistent &= ok
+        runs.append(stats)
+        print(f"  {stats.line()}" + ("" if ok else "  RESULTS DIFFER"))
+        sys.stdout.flush()
+    if len(runs) == 2 and runs[0].per_second > 0:
+        print(f"  speedup with {threads} threads: {runs[1].per_second / runs[0].per_second:.2f}x (on {os.cpu_count()} CPUs)")
+    if not consistent:
+        print_error("threaded searches returned results different from the single-threaded ones")
+        return 1
+    return 0

@@ -1,0 +1,49 @@
+"""``zim get``: an entry's content, byte for byte."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import libzim
+from libzim import ZimError
+
+from .archives import open_archive, resolve
+from .capture import Fd2Capture
+from .errors import PROG, CLIError, one_line
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    archive = open_archive(args.archive)
+    with Fd2Capture():
+        try:
+            try:
+                entry = archive.get_entry_by_path(args.path)
+            except libzim.EntryNotFoundError:
+                # `zim info` shows the main entry's own path (e.g. "mainPage"),
+                # which lives outside the content namespace: accept it too.
+                if not (archive.has_main_entry and archive.main_entry.path == args.path):
+                    raise
+                entry = archive.main_entry
+            entry = resolve(entry)
+            item = entry.get_item()
+            mimetype = item.mimetype
+            content = item.content
+        except ZimError as e:
+            err: BaseException | None = e
+        else:
+            err = None
+    if err is not None:
+        raise CLIError(one_line(err, args.archive))
+    if args.output in (None, "-"):
+        sys.stdout.flush()
+        sys.stdout.buffer.write(content)
+        sys.stdout.buffer.flush()
+    else:
+        try:
+            with open(args.output, "wb") as f:
+                f.write(content)
+        except OSError as e:
+            raise CLIError(f"cannot write {args.output}: {e.strerror or e}")
+        sys.stderr.write(f"{PROG}: wrote {len(content):,} bytes ({mimetype}) of {entry.path} to {args.output}\n")
+    return 0

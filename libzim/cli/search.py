@@ -1,0 +1,159 @@
+"""``zim search`` and ``zim suggest``, and the search helpers the benchmark and demo share."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Sequence
+
+from libzim import ZimError
+from libzim.search import Query, Searcher
+from libzim.suggestion import SuggestionSearcher
+
+from .archives import open_archive
+from .capture import quiet
+from .errors import PROG, CLIError, one_line, print_error, short, warn
+from .output import BOLD, RESET, print_json, render_snippet, use_bold, wrap
+from .workers import hammer
+
+
+def searchable(paths: Sequence[str]) -> tuple[list[Any], list[str]]:
+    """Open every archive; return those with a full-text index, warn about the rest."""
+    archives = [open_archive(p) for p in paths]
+    with_index = [a for a in archives if a.has_fulltext_index]
+    without = [str(p) for p, a in zip(paths, archives) if not a.has_fulltext_index]
+    if not with_index:
+        names = ", ".join(without)
+        hint = " (title suggestions still work: zim suggest ARCHIVE QUERY)"
+        if len(without) == 1:
+            raise CLIError(f"{names}: archive has no full-text index, cannot search it{hint}")
+        raise CLIError(f"none of the archives has a full-text index: {names}{hint}")
+    if without:
+        warn(f"no full-text index, not searched: {', '.join(without)}")
+    return with_index, without
+
+
+def result_dict(r: Any, with_snippet: bool) -> dict[str, Any]:
+    arch = r.archive
+    d = {
+        "archive": arch.filename.name,
+        "archive_path": str(arch.filename),
+        "path": r.path,
+        "title": r.title,
+        "score": r.score,
+        "word_count": r.word_count,
+    }
+    if with_snippet:
+        d["snippet"] = r.snippet
+    return d
+
+
+def run_search(searcher: Any, query: str, limit: int, snippets: bool) -> tuple[int, list[dict[str, Any]]]:
+    s = searcher.search(Query().set_query(query))
+    estimated = s.get_estimated_matches()
+    results = s.get_results(0, limit, include_snippets=snippets)
+    return estimated, [result_dict(r, snippets) for r in results]
+
+
+def digest(results: list[dict[str, Any]]) -> tuple[Any, ...]:
+    return tuple((r["archive_path"], r["path"], r["title"], r["score"], r.get("snippet")) for r in results)
+
+
+def print_results(query: str, estimated: int, results: list[dict[str, Any]], n_archives: int, limit: int) -> None:
+    bold = use_bold()
+    where = f" in {n_archives} archives" if n_archives > 1 else ""
+    if not results:
+        print(f"No results for {short(query)}{where} (estimated matches: {estimated}).")
+        return
+    print(f"{len(results)} of ~{estimated} matches for {short(query)}{where}:")
+    num_w = len(str(len(results)))
+    for i, r in enumerate(results, 1):
+        title = r["title"] or r["path"]
+        head = f"{i:>{num_w}}. {BOLD}{title}{RESET}" if bold else f"{i:>{num_w}}. {title}"
+        print(head)
+        pad = " " * (num_w + 2)
+        print(f"{pad}{r['archive']}:{r['path']}  score {r['score']}")
+        if r.get("snippet"):
+            print(wrap(render_snippet(r["snippet"], bold), pad, bold))
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    if args.limit < 0:
+        raise CLIError("--limit must be >= 0", 2)
+    if args.threads < 1:
+        raise CLIError("--threads must be >= 1", 2)
+    repeat = args.repeat if args.repeat is not None else (1 if args.threads == 1 else 20 * args.threads)
+    if repeat < 1:
+        raise CLIError("--repeat must be >= 1", 2)
+    query = args.query
+    if not query.strip():
+        raise CLIError("empty query", 2)
+    with quiet():
+        archives, without = searchable(args.archives)
+        searcher = Searcher(archives)
+        try:
+            estimated, results = run_search(searcher, query, args.limit, args.snippets)
+        except (ZimError, ValueError) as e:
+            raise CLIError(f"search for {short(query)} failed: {one_line(e)}")
+    out: dict[str, Any] = {
+        "query": query,
+        "archives": [str(a.filename) for a in archives],
+        "not_searched": without,
+        "estimated_matches": estimated,
+        "results": results,
+    }
+
+    if not args.json:
+        print_results(query, estimated, results, len(archives), args.limit)
+        sys.stdout.flush()
+
+    stats = None
+    if repeat > 1 or args.threads > 1:
+        baseline = digest(results)
+
+        def one(_item: int) -> tuple[Any, ...]:
+            return digest(run_search(searcher, query, args.limit, args.snippets)[1])
+
+        stats, seen = hammer(one, 1, args.threads, count=repeat)
+        values = seen.get(0, set())
+        out["throughput"] = stats.as_dict()
+        if values and values != {baseline}:
+            out["throughput"]["consistent"] = False
+        else:
+            out["throughput"]["consistent"] = True
+
+    if args.json:
+        print_json(out)
+    if stats is not None:
+        sys.stdout.flush()
+        sys.stderr.write(f"{PROG}: {stats.line()}\n")
+        if not out["throughput"]["consistent"]:
+            print_error("repeated searches returned different results (thread-safety bug?)")
+            return 1
+    return 0
+
+
+def cmd_suggest(args: argparse.Namespace) -> int:
+    if args.limit < 0:
+        raise CLIError("--limit must be >= 0", 2)
+    archive = open_archive(args.archive)
+    try:
+        s = SuggestionSearcher(archive).suggest(args.query)
+        estimated = s.get_estimated_matches()
+        results = [{"path": r.path, "title": r.title, "snippet": r.snippet} for r in s.get_results(0, args.limit)]
+    except (ZimError, ValueError) as e:
+        raise CLIError(f"suggestions for {short(args.query)} failed: {one_line(e, args.archive)}")
+    if args.json:
+        print_json({"query": args.query, "archive": str(archive.filename), "estimated_matches": estimated, "results": results})
+        return 0
+    bold = use_bold()
+    if not results:
+        print(f"No suggestions for {short(args.query)} (estimated matches: {estimated}).")
+        return 0
+    print(f"{len(results)} of ~{estimated} suggestions for {short(args.query)}:")
+    num_w = len(str(len(results)))
+    for i, r in enumerate(results, 1):
+        title = r["title"] or r["path"]
+        print(f"{i:>{num_w}}. {BOLD}{title}{RESET}" if bold else f"{i:>{num_w}}. {title}")
+        print(f"{' ' * (num_w + 2)}{r['path']}")
+    return 0

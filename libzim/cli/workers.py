@@ -1,0 +1,127 @@
+"""Running calls from many threads: throughput, latency, and the values each call returned."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import threading
+import time
+from typing import Any, Callable, Sequence
+
+
+def percentile(sorted_values: Sequence[float], pct: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    rank = max(1, math.ceil(pct / 100.0 * len(sorted_values)))
+    return sorted_values[min(rank, len(sorted_values)) - 1]
+
+
+class Stats:
+    def __init__(self, latencies: list[float], wall: float, threads: int) -> None:
+        self.count = len(latencies)
+        self.wall = wall
+        self.threads = threads
+        lat = sorted(latencies)
+        self.p50 = statistics.median(lat) if lat else float("nan")
+        self.p95 = percentile(lat, 95)
+        self.per_second = self.count / wall if wall > 0 else float("inf")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "threads": self.threads,
+            "searches": self.count,
+            "seconds": round(self.wall, 6),
+            "searches_per_second": round(self.per_second, 3),
+            "p50_ms": round(self.p50 * 1000, 3),
+            "p95_ms": round(self.p95 * 1000, 3),
+        }
+
+    def line(self) -> str:
+        return (
+            f"{self.count} searches in {self.wall:.3f} s on {self.threads} thread"
+            f"{'s' if self.threads != 1 else ''}: {self.per_second:,.1f} searches/s, "
+            f"latency p50 {self.p50 * 1000:.2f} ms, p95 {self.p95 * 1000:.2f} ms"
+        )
+
+
+def hammer(
+    fn: Callable[[int], Any],
+    n_items: int,
+    threads: int,
+    *,
+    count: int | None = None,
+    duration: float | None = None,
+) -> tuple[Stats, dict[int, set[Any]]]:
+    """Call fn(i % n_items) from ``threads`` threads, ``count`` times in all or for ``duration`` s.
+
+    Returns the timing and, per item, the set of distinct values fn returned
+    (a correct, thread-safe binding returns one value per item).
+    """
+    assert (count is None) != (duration is None)
+    lock = threading.Lock()
+    stop = threading.Event()
+    next_job = [0]
+    latencies: list[float] = []
+    seen: dict[int, set[Any]] = {}
+    errors: list[BaseException] = []
+    start = time.perf_counter()
+    deadline = start + duration if duration is not None else None
+
+    def worker() -> None:
+        try:
+            while not stop.is_set():
+                with lock:
+                    job = next_job[0]
+                    if count is not None and job >= count:
+                        return
+                    next_job[0] += 1
+                if deadline is not None and time.perf_counter() >= deadline:
+                    return
+                item = job % n_items
+                t0 = time.perf_counter()
+                value = fn(item)
+                dt = time.perf_counter() - t0
+                with lock:
+                    latencies.append(dt)
+                    seen.setdefault(item, set()).add(value)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the main thread
+            errors.append(e)
+            stop.set()
+
+    pool = [threading.Thread(target=worker, name=f"zim-search-{i}", daemon=True) for i in range(threads)]
+    for t in pool:
+        t.start()
+    try:
+        for t in pool:
+            while t.is_alive():
+                t.join(0.1)
+    except KeyboardInterrupt:
+        stop.set()
+        raise
+    wall = time.perf_counter() - start
+    if errors:
+        raise errors[0]
+    return Stats(latencies, wall, threads), seen
+
+
+def call_in_thread(fn: Callable[[], Any], tick: Callable[[float], None] | None = None) -> Any:
+    """Run a long GIL-releasing call in a helper thread so Ctrl-C stays responsive."""
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # noqa: BLE001
+            box["error"] = e
+        finally:
+            done.set()
+
+    t0 = time.perf_counter()
+    threading.Thread(target=run, name="zim-call", daemon=True).start()
+    while not done.wait(0.1):
+        if tick is not None:
+            tick(time.perf_counter() - t0)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
