@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 using namespace zs_impl;
@@ -72,8 +74,24 @@ bool valuesmap_ok(const std::string &map) {
     }
 }
 
+// Item::getDirectAccessInformation() returns std::pair<filename, offset> in libzim
+// 8.1.1 (Debian 12) and 9.2.3 (Debian 13), a zim::ItemDataDirectAccessInfo
+// {filename, offset} in later 9.x (9.7 in Debian sid, 9.8 in python-libzim's
+// wheels). libzim's only version macro, LIBZIM_VERSION (zim/zim_config.h), is a
+// string the preprocessor cannot compare, so overloading picks the shape: the exact
+// pair match wins where it exists, the template takes the struct.
+using direct_access = std::pair<std::string, uint64_t>;
+
+[[maybe_unused]] direct_access as_direct_access(const std::pair<std::string, zim::offset_type> &d) {
+    return {d.first, d.second};
+}
+
+template <class Info> direct_access as_direct_access(const Info &d) {
+    return {d.filename, d.offset};
+}
+
 void check_index_database(const zim::Item &item) {
-    zim::Item::DirectAccessInfo where = item.getDirectAccessInformation();
+    direct_access where = as_direct_access(item.getDirectAccessInformation());
     if (where.first.empty())
         return;  // compressed: libzim does not use it
     int fd = ::open(where.first.c_str(), O_RDONLY | O_CLOEXEC);
