@@ -325,8 +325,10 @@ def zim_noindex_path(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def pydoc_zim_path() -> Path:
-    # python3.11-doc is installed by the project's bootstrap: not skippable.
-    return ensure_debian_doc_zim("python3.11-doc")
+    # python3-doc (Debian's metapackage for the default Python's documentation:
+    # python3.11-doc on Debian 12, python3.13-doc on 13) is installed by the
+    # project's bootstrap: not skippable.
+    return ensure_debian_doc_zim("python3-doc")
 
 
 def _open(path: Path) -> Archive:

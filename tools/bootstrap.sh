@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Installs what libzim-c needs on Debian bookworm (root or sudo) and builds the
-# extension in place. Idempotent: installed packages are not fetched again.
+# Installs what libzim-c needs on Debian 12 "bookworm" or 13 "trixie" (root or sudo)
+# and builds the extension in place. Idempotent: installed packages are not fetched
+# again. python3-doc pulls the default Python's documentation (python3.11-doc on 12,
+# python3.13-doc on 13), which the search fixtures and the demo index.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(libzim-dev libxapian-dev libicu-dev python3-dev python3-venv zim-tools pkg-config
-              build-essential python3.11-doc)
+              build-essential python3-doc)
 PY=${PYTHON:-python3}
 
 sudo_() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }

@@ -19,7 +19,7 @@ from .search import digest, print_results, run_search
 from .workers import hammer
 
 
-DEMO_PACKAGE = "python3.11-doc"
+DEMO_PACKAGE = "python3-doc"  # the default Python's docs on Debian 12 and 13
 
 
 DEMO_QUERIES = (
