@@ -10,6 +10,7 @@
 #      DEB13_MIRROR Debian mirror (default http://deb.debian.org/debian)
 #      DEB13_FRESH=1 delete the tree first (from-scratch run, as on CI)
 #      DEB13_WORKTREE=1 copy the work tree (uncommitted edits too) instead of HEAD
+#      LIBZIM_C_SKIP_INSTALLED=1 passed on to tools/test.sh (skips its sdist/wheel stage)
 # Mounts (/proc, /dev with /dev/pts and /dev/shm) live in a private mount namespace, so they vanish
 # with the run whatever way it ends and never touch the host's mounts.
 set -euo pipefail
@@ -73,5 +74,6 @@ unshare --mount --propagation private bash -c '
     root=$1; shift
     mount -t proc proc "$root/proc"
     mount --rbind /dev "$root/dev"
-    exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin bash -c "$0" bash "$@"
+    exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+        LIBZIM_C_SKIP_INSTALLED="${LIBZIM_C_SKIP_INSTALLED:-}" bash -c "$0" bash "$@"
 ' "$inner" "$ROOT" "$@"
