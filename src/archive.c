@@ -715,8 +715,13 @@ static int parse_size(const char *fname, PyObject *const *args, Py_ssize_t nargs
         return -1;
     if (arg && arg != Py_None) {
         *size = PyLong_AsLong(arg);
-        if (*size == -1 && PyErr_Occurred())
-            return -1;
+        if (*size == -1 && PyErr_Occurred()) {
+            /* Past a C long is out of range like any size past UINT_MAX. */
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+                return -1;
+            PyErr_Clear();
+            *size = -1;
+        }
         if (*size < 0 || *size > (long)UINT_MAX) {
             PyErr_SetString(PyExc_ValueError, "illustration size out of range");
             return -1;

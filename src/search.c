@@ -406,7 +406,9 @@ static PyObject *names_of(PyObject *list) {
         if (PyList_Append(names, zc_archive_name(PyList_GET_ITEM(list, i))) < 0)
             Py_CLEAR(names);
     ZC_END_CS();
-    if (names && (sep = PyUnicode_FromString(", ")))
+    if (names && PyList_GET_SIZE(names) == 0)
+        r = PyUnicode_FromString("Searcher of no archive");  /* the message still names its subject */
+    else if (names && (sep = PyUnicode_FromString(", ")))
         r = PyUnicode_Join(sep, names);
     Py_XDECREF(sep);
     Py_XDECREF(names);
