@@ -25,7 +25,8 @@ trap 'rm -rf "$work"' EXIT
 "$PY" tools/check_dist.py "$work/dist"
 "$PY" -m venv "$work/venv"
 venv_py=$work/venv/bin/python
-"$venv_py" -m pip install -q --disable-pip-version-check "$work/dist"/*.whl pytest mypy==2.4.1
+# The tests need what requirements-dev.txt lists (hypothesis, ...), as stage 1 does.
+"$venv_py" -m pip install -q --disable-pip-version-check "$work/dist"/*.whl -r "$root/requirements-dev.txt"
 cd "$work"  # nothing of the checkout on sys.path from here on
 "$venv_py" -m mypy.stubtest libzim
 # The README's example, type-checked against the installed package's stubs.
