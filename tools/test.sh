@@ -25,8 +25,8 @@ trap 'rm -rf "$work"' EXIT
 "$PY" tools/check_dist.py "$work/dist"
 "$PY" -m venv "$work/venv"
 venv_py=$work/venv/bin/python
-# The tests need what requirements-dev.txt lists (hypothesis, ...), as stage 1 does.
-"$venv_py" -m pip install -q --disable-pip-version-check "$work/dist"/*.whl -r "$root/requirements-dev.txt"
+# The suite's imports (hypothesis, ...), as in stage 1; the build and type-check tools stay outside.
+"$venv_py" -m pip install -q --disable-pip-version-check "$work/dist"/*.whl -r "$root/requirements-test.txt"
 cd "$work"  # nothing of the checkout on sys.path from here on
 "$venv_py" -m mypy.stubtest libzim
 # The README's example, type-checked against the installed package's stubs.
