@@ -162,13 +162,18 @@ static PyObject *item_content(PyObject *self, void *c) {
     return view;
 }
 
+/* Entry(url=..., title=...) and Item(url=..., title=...), as python-libzim shows them. */
+static PyObject *url_title_repr(PyObject *self, zs_str url, zs_str title) {
+    PyObject *u = zc_str(url), *t = u ? zc_str(title) : NULL;
+    PyObject *r = t ? PyUnicode_FromFormat("%s(url=%U, title=%U)", zc_type_name(Py_TYPE(self)), u, t) : NULL;
+    Py_XDECREF(u);
+    Py_XDECREF(t);
+    return r;
+}
+
 static PyObject *item_repr(PyObject *self) {
     ItemObject *it = (ItemObject *)self;
-    PyObject *path = zc_str(it->info.path), *title = path ? zc_str(it->info.title) : NULL;
-    PyObject *r = title ? PyUnicode_FromFormat("%s(url=%U, title=%U)", _PyType_Name(Py_TYPE(self)), path, title) : NULL;
-    Py_XDECREF(path);
-    Py_XDECREF(title);
-    return r;
+    return url_title_repr(self, it->info.path, it->info.title);
 }
 
 /* Items (and entries, below) pickle as their archive, index and path. */
@@ -282,11 +287,7 @@ static PyObject *entry_get_item(PyObject *self, PyObject *noargs) {
 
 static PyObject *entry_repr(PyObject *self) {
     EntryObject *e = (EntryObject *)self;
-    PyObject *path = zc_str(e->info.path), *title = path ? zc_str(e->info.title) : NULL;
-    PyObject *r = title ? PyUnicode_FromFormat("%s(url=%U, title=%U)", _PyType_Name(Py_TYPE(self)), path, title) : NULL;
-    Py_XDECREF(path);
-    Py_XDECREF(title);
-    return r;
+    return url_title_repr(self, e->info.path, e->info.title);
 }
 
 static PyMethodDef entry_methods[] = {
@@ -532,9 +533,6 @@ static int archive_init(PyObject *self, PyObject *args, PyObject *kwds) {
         zc_raise(st, &e2, fsname);
         goto done;
     }
-    /* Report the name the user gave: libzim may have resolved parts. */
-    info.filename.ptr = NULL;
-    info.filename.len = 0;
     a->info = info;
     for (int i = 0; i < ZS_STAT_COUNT; i++)
         atomic_store(&a->stats[i], -1);
@@ -1107,7 +1105,7 @@ static Py_hash_t archive_hash(PyObject *self) {
 static PyObject *archive_repr(PyObject *self) {
     ArchiveObject *a = ARCHIVE(self);
     PyObject *closed = a_closed(self, NULL);
-    PyObject *r = PyUnicode_FromFormat("%s(filename=%S%s)", _PyType_Name(Py_TYPE(self)),
+    PyObject *r = PyUnicode_FromFormat("%s(filename=%S%s)", zc_type_name(Py_TYPE(self)),
                                        a->filename ? a->filename : Py_None,
                                        closed == Py_True ? ", closed" : "");
     Py_XDECREF(closed);

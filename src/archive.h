@@ -9,7 +9,7 @@ typedef struct ArchiveObject ArchiveObject;
 struct ArchiveObject {
     PyObject_HEAD
     zc_guard guard;           /* zs_archive * */
-    zs_archive_info info;     /* read at open; info.filename is not kept */
+    zs_archive_info info;     /* read at open */
     atomic_llong stats[ZS_STAT_COUNT];  /* zs_archive_stat results, -1 unknown */
     zc_cost lookup_cost;      /* dirent lookups: entries, items, redirects */
     zc_cost read_cost;        /* cluster reads: content, size, metadata */
@@ -33,5 +33,8 @@ typedef struct {
 zs_archive *zc_archive_enter(zc_state *st, PyObject *archive);
 void zc_archive_leave(PyObject *archive);
 PyObject *zc_archive_name(PyObject *archive);
+
+/* Adds Archive, Entry, Item, EntryIterator (and the content Blob) to the module. */
+int zc_archive_init_types(PyObject *m, zc_state *st);
 
 #endif

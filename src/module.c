@@ -2,6 +2,10 @@
 #include "module.h"
 #include "util.h"
 
+#include "archive.h"
+#include "search.h"
+#include "suggestion.h"
+
 #define LIBZIM_VERSION_NOTE                                                   \
     "libzim 8.1.1 sizes its caches per archive when the archive is opened "   \
     "(ZIM_CLUSTERCACHE, ZIM_DIRENTCACHE environment variables) and cannot "   \

@@ -33,9 +33,4 @@ static inline zc_state *zc_state_of_type(PyTypeObject *tp) {
     return m ? (zc_state *)PyModule_GetState(m) : NULL;
 }
 
-/* Type-family setup, called from module exec. */
-int zc_archive_init_types(PyObject *m, zc_state *st);
-int zc_search_init_types(PyObject *m, zc_state *st);
-int zc_suggestion_init_types(PyObject *m, zc_state *st);
-
 #endif

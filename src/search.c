@@ -107,7 +107,7 @@ static int query_clear(PyObject *self) {
     return 0;
 }
 
-static void plain_dealloc(PyObject *self) {
+void zc_plain_dealloc(PyObject *self) {
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     tp->tp_clear(self);
@@ -143,7 +143,7 @@ static PyGetSetDef query_getset[] = {
 static PyType_Slot query_slots[] = {
     {Py_tp_init, query_init},
     {Py_tp_new, PyType_GenericNew},
-    {Py_tp_dealloc, plain_dealloc},
+    {Py_tp_dealloc, zc_plain_dealloc},
     {Py_tp_traverse, query_traverse},
     {Py_tp_clear, query_clear},
     {Py_tp_methods, query_methods},
@@ -162,7 +162,7 @@ static PyType_Spec query_spec = {
 
 /* ==== results ================================================================ */
 
-static int result_traverse(PyObject *self, visitproc visit, void *arg) {
+int zc_result_traverse(PyObject *self, visitproc visit, void *arg) {
     ResultObject *r = (ResultObject *)self;
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(r->path);
@@ -172,7 +172,7 @@ static int result_traverse(PyObject *self, visitproc visit, void *arg) {
     return 0;
 }
 
-static int result_clear(PyObject *self) {
+int zc_result_clear(PyObject *self) {
     ResultObject *r = (ResultObject *)self;
     Py_CLEAR(r->path);
     Py_CLEAR(r->title);
@@ -190,16 +190,16 @@ static PyObject *result_get_entry(PyObject *self, PyObject *noargs) {
     return PyObject_CallMethod(r->archive, "get_entry_by_path", "O", r->path);
 }
 
-static PyObject *result_repr(PyObject *self) {
+PyObject *zc_result_repr(PyObject *self) {
     ResultObject *r = (ResultObject *)self;
     if (Py_TYPE(self) == zc_state_of(self)->Result)
-        return PyUnicode_FromFormat("%s(path=%R, title=%R, score=%d)", _PyType_Name(Py_TYPE(self)),
+        return PyUnicode_FromFormat("%s(path=%R, title=%R, score=%d)", zc_type_name(Py_TYPE(self)),
                                     r->path, r->title, r->score);
-    return PyUnicode_FromFormat("%s(path=%R, title=%R)", _PyType_Name(Py_TYPE(self)), r->path,
+    return PyUnicode_FromFormat("%s(path=%R, title=%R)", zc_type_name(Py_TYPE(self)), r->path,
                                 r->title);
 }
 
-static PyObject *result_richcompare(PyObject *self, PyObject *other, int op) {
+PyObject *zc_result_richcompare(PyObject *self, PyObject *other, int op) {
     if (Py_TYPE(other) != Py_TYPE(self) || (op != Py_EQ && op != Py_NE))
         Py_RETURN_NOTIMPLEMENTED;
     ResultObject *a = (ResultObject *)self, *b = (ResultObject *)other;
@@ -236,7 +236,7 @@ static PyObject *result_state(PyObject *self, void *c) {
                          r->archive ? r->archive : Py_None);
 }
 
-static PyGetSetDef result_getset[] = {
+PyGetSetDef zc_result_getset[] = {
     {"_state", result_state, NULL, "(path, title, snippet, score, word_count, archive).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
@@ -265,35 +265,29 @@ static PyObject *result_restore(PyObject *cls, PyObject *args) {
     return (PyObject *)r;
 }
 
-static PyMethodDef result_methods[] = {
+PyMethodDef zc_result_methods[] = {
     {"get_entry", result_get_entry, METH_NOARGS, "The Entry of this result."},
     {"_restore", result_restore, METH_VARARGS | METH_CLASS, "Unpickling (libzim._pickle)."},
     ZC_REDUCE_METHOD,
     {NULL, NULL, 0, NULL},
 };
 
-/* Result sets are immutable tuples underneath: any thread may read them. */
-typedef struct {
-    PyObject_HEAD
-    PyObject *items;  /* tuple */
-} ResultSetObject;
-
-static int set_traverse(PyObject *self, visitproc visit, void *arg) {
+int zc_set_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(((ResultSetObject *)self)->items);
     return 0;
 }
 
-static int set_clear(PyObject *self) {
+int zc_set_clear(PyObject *self) {
     Py_CLEAR(((ResultSetObject *)self)->items);
     return 0;
 }
 
-static Py_ssize_t set_len(PyObject *self) { return PyTuple_GET_SIZE(((ResultSetObject *)self)->items); }
+Py_ssize_t zc_set_len(PyObject *self) { return PyTuple_GET_SIZE(((ResultSetObject *)self)->items); }
 
-static PyObject *set_iter(PyObject *self) { return PyObject_GetIter(((ResultSetObject *)self)->items); }
+PyObject *zc_set_iter(PyObject *self) { return PyObject_GetIter(((ResultSetObject *)self)->items); }
 
-static PyObject *set_subscript(PyObject *self, PyObject *key) {
+PyObject *zc_set_subscript(PyObject *self, PyObject *key) {
     PyObject *r = PyObject_GetItem(((ResultSetObject *)self)->items, key);
     if (r && PySlice_Check(key)) {
         Py_SETREF(r, PySequence_List(r));
@@ -309,7 +303,7 @@ static PyObject *set_restore(PyObject *cls, PyObject *items) {
         return PyErr_Format(PyExc_TypeError, "expected a tuple, not %.100s", Py_TYPE(items)->tp_name);
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(items); i++)
         if (Py_TYPE(PyTuple_GET_ITEM(items, i)) != want)
-            return PyErr_Format(PyExc_TypeError, "expected %s items", _PyType_Name(want));
+            return PyErr_Format(PyExc_TypeError, "expected %s items", zc_type_name(want));
     ResultSetObject *set = PyObject_GC_New(ResultSetObject, (PyTypeObject *)cls);
     if (!set)
         return NULL;
@@ -318,14 +312,14 @@ static PyObject *set_restore(PyObject *cls, PyObject *items) {
     return (PyObject *)set;
 }
 
-static PyMethodDef set_methods[] = {
+PyMethodDef zc_set_methods[] = {
     {"_restore", set_restore, METH_O | METH_CLASS, "Unpickling (libzim._pickle)."},
     ZC_REDUCE_METHOD,
     {NULL, NULL, 0, NULL},
 };
 
-static PyObject *set_repr(PyObject *self) {
-    return PyUnicode_FromFormat("%s(%R)", _PyType_Name(Py_TYPE(self)),
+PyObject *zc_set_repr(PyObject *self) {
+    return PyUnicode_FromFormat("%s(%R)", zc_type_name(Py_TYPE(self)),
                                 ((ResultSetObject *)self)->items);
 }
 
@@ -425,11 +419,6 @@ SearcherObject *zc_searcher_init(PyObject *self, zs_search_kind kind, PyObject *
     PyObject *list = archive_list(st, archives);
     if (!list)
         return NULL;
-    if (kind == ZS_SUGGEST && PyList_GET_SIZE(list) != 1) {
-        Py_DECREF(list);
-        PyErr_SetString(PyExc_TypeError, "SuggestionSearcher takes one Archive");
-        return NULL;
-    }
     int indexed = count_indexed(list);
     zs_archive **hs = indexed < 0 ? NULL : enter_all(st, list);
     if (!hs) {
@@ -678,7 +667,7 @@ int zc_searchobj_clear(PyObject *self) {
     return 0;
 }
 
-void zc_searchobj_dealloc(PyObject *self) { plain_dealloc(self); }
+void zc_searchobj_dealloc(PyObject *self) { zc_plain_dealloc(self); }
 
 static SearcherObject *search_owner(SearchObject *self) {
     if (!self->searcher || !self->text)
@@ -859,7 +848,7 @@ PyObject *zc_search_get_paths(PyObject *self, PyObject *const *args, Py_ssize_t 
 PyObject *zc_search_repr(PyObject *self) {
     SearchObject *s = (SearchObject *)self;
     PyObject *text = zc_str((zs_str){s->q.text, s->q.len});
-    PyObject *r = text ? PyUnicode_FromFormat("%s(%R)", _PyType_Name(Py_TYPE(self)), text) : NULL;
+    PyObject *r = text ? PyUnicode_FromFormat("%s(%R)", zc_type_name(Py_TYPE(self)), text) : NULL;
     Py_XDECREF(text);
     return r;
 }
@@ -921,62 +910,18 @@ static PyType_Spec search_spec = {
     .slots = search_slots,
 };
 
-/* ==== shared type specs ============================================================ */
+/* ==== result types (suggestion.c makes its own from the same slots) ================= */
 
-#define RESULT_SLOTS(members, doc)                          \
-    {Py_tp_dealloc, plain_dealloc},                         \
-    {Py_tp_traverse, result_traverse},                      \
-    {Py_tp_clear, result_clear},                            \
-    {Py_tp_members, members},                               \
-    {Py_tp_methods, result_methods},                        \
-    {Py_tp_getset, result_getset},                          \
-    {Py_tp_repr, result_repr},                              \
-    {Py_tp_richcompare, result_richcompare},                \
-    {Py_tp_hash, PyObject_HashNotImplemented},              \
-    {Py_tp_doc, doc},                                       \
-    {0, NULL}
+static PyType_Slot result_slots[] = {ZC_RESULT_SLOTS(result_members, "One full-text match.")};
+static PyType_Slot set_slots[] = {ZC_SET_SLOTS("A page of SearchResult: iterable, sized, indexable.")};
 
-#define SET_SLOTS(doc)                                      \
-    {Py_tp_dealloc, plain_dealloc},                         \
-    {Py_tp_traverse, set_traverse},                         \
-    {Py_tp_clear, set_clear},                               \
-    {Py_tp_iter, set_iter},                                 \
-    {Py_mp_subscript, set_subscript},                       \
-    {Py_mp_length, set_len},                                \
-    {Py_sq_length, set_len},                                \
-    {Py_tp_repr, set_repr},                                 \
-    {Py_tp_methods, set_methods},                           \
-    {Py_tp_doc, doc},                                       \
-    {0, NULL}
-
-static PyType_Slot result_slots[] = {RESULT_SLOTS(result_members, "One full-text match.")};
-static PyType_Slot set_slots[] = {SET_SLOTS("A page of SearchResult: iterable, sized, indexable.")};
-/* Suggestions have no score, word count or archive choice: the first three
- * members only. */
-static PyMemberDef sugg_result_members[] = {
-    {"path", T_OBJECT, offsetof(ResultObject, path), READONLY, "Entry path."},
-    {"title", T_OBJECT, offsetof(ResultObject, title), READONLY, "Entry title."},
-    {"snippet", T_OBJECT, offsetof(ResultObject, snippet), READONLY,
-     "The title with the matched words in <b></b>."},
-    {NULL, 0, 0, 0, NULL},
-};
-static PyType_Slot sugg_result_slots[] = {RESULT_SLOTS(sugg_result_members, "One title suggestion.")};
-static PyType_Slot sugg_set_slots[] = {SET_SLOTS("A page of SuggestionResult.")};
-
-#define FROZEN (Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_DISALLOW_INSTANTIATION | \
-                Py_TPFLAGS_IMMUTABLETYPE)
-
-static PyType_Spec result_spec = {"libzim.search.SearchResult", sizeof(ResultObject), 0, FROZEN, result_slots};
-static PyType_Spec set_spec = {"libzim.search.SearchResultSet", sizeof(ResultSetObject), 0, FROZEN, set_slots};
-PyType_Spec zc_sugg_result_spec = {"libzim.suggestion.SuggestionResult", sizeof(ResultObject), 0, FROZEN, sugg_result_slots};
-PyType_Spec zc_sugg_set_spec = {"libzim.suggestion.SuggestionResultSet", sizeof(ResultSetObject), 0, FROZEN, sugg_set_slots};
+static PyType_Spec result_spec = {"libzim.search.SearchResult", sizeof(ResultObject), 0, ZC_RESULT_FLAGS, result_slots};
+static PyType_Spec set_spec = {"libzim.search.SearchResultSet", sizeof(ResultSetObject), 0, ZC_RESULT_FLAGS, set_slots};
 
 int zc_search_init_types(PyObject *m, zc_state *st) {
     if (zc_add_type(m, &st->Query, &query_spec, 1) < 0 || zc_add_type(m, &st->Result, &result_spec, 1) < 0 ||
         zc_add_type(m, &st->ResultSet, &set_spec, 1) < 0 || zc_add_type(m, &st->Search, &search_spec, 1) < 0 ||
-        zc_add_type(m, &st->Searcher, &searcher_spec, 1) < 0 ||
-        zc_add_type(m, &st->SuggestionResult, &zc_sugg_result_spec, 1) < 0 ||
-        zc_add_type(m, &st->SuggestionResultSet, &zc_sugg_set_spec, 1) < 0)
+        zc_add_type(m, &st->Searcher, &searcher_spec, 1) < 0)
         return -1;
     return 0;
 }

@@ -5,8 +5,6 @@
  * one-thread-at-a-time limit in libzim 8.1.1. */
 #include "suggestion.h"
 
-#include "search.h"
-
 static int sugg_searcher_init(PyObject *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"archive", NULL};
     PyObject *archive;
@@ -108,9 +106,28 @@ static PyType_Spec sugg_search_spec = {
     .slots = sugg_search_slots,
 };
 
+/* Suggestions have no score, word count or archive choice: the first three
+ * members only. */
+static PyMemberDef sugg_result_members[] = {
+    {"path", T_OBJECT, offsetof(ResultObject, path), READONLY, "Entry path."},
+    {"title", T_OBJECT, offsetof(ResultObject, title), READONLY, "Entry title."},
+    {"snippet", T_OBJECT, offsetof(ResultObject, snippet), READONLY,
+     "The title with the matched words in <b></b>."},
+    {NULL, 0, 0, 0, NULL},
+};
+static PyType_Slot sugg_result_slots[] = {ZC_RESULT_SLOTS(sugg_result_members, "One title suggestion.")};
+static PyType_Slot sugg_set_slots[] = {ZC_SET_SLOTS("A page of SuggestionResult.")};
+
+static PyType_Spec sugg_result_spec = {"libzim.suggestion.SuggestionResult", sizeof(ResultObject), 0,
+                                       ZC_RESULT_FLAGS, sugg_result_slots};
+static PyType_Spec sugg_set_spec = {"libzim.suggestion.SuggestionResultSet", sizeof(ResultSetObject), 0,
+                                    ZC_RESULT_FLAGS, sugg_set_slots};
+
 int zc_suggestion_init_types(PyObject *m, zc_state *st) {
     if (zc_add_type(m, &st->SuggestionSearcher, &sugg_searcher_spec, 1) < 0 ||
-        zc_add_type(m, &st->SuggestionSearch, &sugg_search_spec, 1) < 0)
+        zc_add_type(m, &st->SuggestionSearch, &sugg_search_spec, 1) < 0 ||
+        zc_add_type(m, &st->SuggestionResult, &sugg_result_spec, 1) < 0 ||
+        zc_add_type(m, &st->SuggestionResultSet, &sugg_set_spec, 1) < 0)
         return -1;
     return 0;
 }

@@ -44,6 +44,13 @@ int zc_args(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject
  * `import libzim`.  Borrowed; NULL with an exception set on failure. */
 PyObject *zc_lazy_import(PyObject **slot, const char *module, const char *attr);
 
+/* The type's name after the module prefix ("Archive"), as reprs show it: what
+ * CPython's private _PyType_Name does, from the public tp_name. */
+static inline const char *zc_type_name(PyTypeObject *tp) {
+    const char *dot = strrchr(tp->tp_name, '.');
+    return dot ? dot + 1 : tp->tp_name;
+}
+
 /* UTF-8 of a str argument, refusing embedded NULs where libzim would cut. */
 const char *zc_utf8(PyObject *s, Py_ssize_t *len, const char *argname);
 

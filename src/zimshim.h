@@ -45,7 +45,6 @@ typedef enum {
 
 typedef struct {
     zs_kind kind;
-    int os_errno;             /* for ZS_ERR_IO, when known; else 0 */
     char msg[ZS_MSG_MAX];     /* one line, NUL-terminated */
 } zs_error;
 
@@ -74,7 +73,6 @@ typedef struct {
     int has_checksum, has_main_entry;
     int is_multipart, has_new_namespace_scheme;
     uint32_t dirent_cache_max;  /* per-archive dirent cache size set at open */
-    zs_str filename;            /* as libzim resolved it */
 } zs_archive_info;
 
 /* Facts about an entry, gathered when the entry is looked up. */

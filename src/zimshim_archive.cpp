@@ -199,7 +199,6 @@ extern "C" zs_archive *zs_archive_open(const char *path, unsigned range, uint64_
         const char *env = std::getenv("ZIM_DIRENTCACHE");
         long dc = env ? std::strtol(env, nullptr, 10) : 512;
         info->dirent_cache_max = dc > 0 ? (uint32_t)dc : 512;
-        info->filename = {h->filename.data(), h->filename.size()};
         return h.release();
     });
 }

@@ -75,11 +75,10 @@ std::string one_line(const char *what) {
     return out;
 }
 
-void set_error(zs_error *err, zs_kind kind, const std::string &msg, int os_errno) {
+void set_error(zs_error *err, zs_kind kind, const std::string &msg) {
     if (!err)
         return;
     err->kind = kind;
-    err->os_errno = os_errno;
     std::snprintf(err->msg, sizeof err->msg, "%s", msg.c_str());
 }
 
@@ -112,7 +111,7 @@ void fill_error(zs_error *err) {
         int code = 0;
         // libzim reports a failed open(2) as 'error N opening file "NAME'.
         if (std::sscanf(m.c_str(), "error %d opening file", &code) == 1 && code > 0) {
-            set_error(err, ZS_ERR_IO, std::strerror(code), code);
+            set_error(err, ZS_ERR_IO, std::strerror(code));
         } else if (m.find("without FT Xapian index") != std::string::npos) {
             set_error(err, ZS_ERR_NO_INDEX, "no full-text index");
         } else {

@@ -204,7 +204,7 @@ std::shared_ptr<OpenFile> open_archive_file(const char *path, unsigned range, ui
     int fd = open_file(path);
     if (fd < 0) {
         int e = errno;
-        set_error(err, e == EINTR ? ZS_ERR_INTERRUPTED : ZS_ERR_IO, std::strerror(e), e);
+        set_error(err, e == EINTR ? ZS_ERR_INTERRUPTED : ZS_ERR_IO, std::strerror(e));
         return nullptr;
     }
     std::shared_ptr<OpenFile> f(new OpenFile);
@@ -212,7 +212,7 @@ std::shared_ptr<OpenFile> open_archive_file(const char *path, unsigned range, ui
     struct stat sb;
     if (::fstat(fd, &sb) < 0) {
         int e = errno;
-        set_error(err, ZS_ERR_IO, std::strerror(e), e);
+        set_error(err, ZS_ERR_IO, std::strerror(e));
         return nullptr;
     }
     if (!S_ISREG(sb.st_mode) && !S_ISBLK(sb.st_mode)) {
@@ -228,7 +228,7 @@ std::shared_ptr<OpenFile> open_archive_file(const char *path, unsigned range, ui
     off_t end = S_ISREG(sb.st_mode) ? sb.st_size : ::lseek(fd, 0, SEEK_END);
     if (end < 0) {
         int e = errno;
-        set_error(err, ZS_ERR_IO, std::strerror(e), e);
+        set_error(err, ZS_ERR_IO, std::strerror(e));
         return nullptr;
     }
     const uint64_t fsize = (uint64_t)end;

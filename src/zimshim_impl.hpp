@@ -76,7 +76,7 @@ void maybe_fault();
 // libzim's messages joined into one line, assertion dumps shortened.
 std::string one_line(const char *what);
 
-void set_error(zs_error *err, zs_kind kind, const std::string &msg, int os_errno = 0);
+void set_error(zs_error *err, zs_kind kind, const std::string &msg);
 
 // Maps the exception in flight to an error kind.  Must be called from a
 // catch block.
