@@ -46,17 +46,18 @@ def plural(n: int, word: str, plural: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (plural or word + 's')}"
 
 
-def print_error(message: str) -> None:
+def say(level: str, message: str) -> None:
+    """``zim: LEVEL: message`` on stderr; a closed or broken stderr is not an error of its own."""
     try:
-        sys.stderr.write(f"{PROG}: error: {message}\n")
+        sys.stderr.write(f"{PROG}: {level}: {message}\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
+
+
+def print_error(message: str) -> None:
+    say("error", message)
 
 
 def warn(message: str) -> None:
-    try:
-        sys.stderr.write(f"{PROG}: warning: {message}\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
+    say("warning", message)
