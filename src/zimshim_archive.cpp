@@ -24,8 +24,9 @@ namespace {
 
 // ---- entries and items ----------------------------------------------------
 
-zs_entry *make_entry(zim::Entry &&e, zs_entry_info *info) {
-    std::unique_ptr<zs_entry> h(new zs_entry{std::move(e), {}, {}});
+zs_entry *make_entry(zim::Entry &&e, const std::shared_ptr<OpenFile> &file,
+                     zs_entry_info *info) {
+    std::unique_ptr<zs_entry> h(new zs_entry{std::move(e), {}, {}, file});
     h->title = h->e.getTitle();
     h->path = h->e.getPath();
     info->title = {h->title.data(), h->title.size()};
@@ -35,8 +36,8 @@ zs_entry *make_entry(zim::Entry &&e, zs_entry_info *info) {
     return h.release();
 }
 
-zs_item *make_item(zim::Item &&it, zs_item_info *info) {
-    std::unique_ptr<zs_item> h(new zs_item{std::move(it), {}, {}, {}});
+zs_item *make_item(zim::Item &&it, const std::shared_ptr<OpenFile> &file, zs_item_info *info) {
+    std::unique_ptr<zs_item> h(new zs_item{std::move(it), {}, {}, {}, file});
     h->title = h->it.getTitle();
     h->path = h->it.getPath();
     h->mimetype = h->it.getMimetype();
@@ -213,7 +214,7 @@ extern "C" zs_archive *zs_archive_clone(zs_archive *a, zs_error *err) {
 extern "C" void zs_archive_free(zs_archive *a) { delete a; }
 
 extern "C" int zs_archive_stat(zs_archive *a, zs_stat which, int64_t *out, zs_error *err) {
-    return guarded(err, -1, [&] {
+    return guarded_on(a->file, err, -1, [&] {
         switch (which) {
         case ZS_STAT_ARTICLE_COUNT: *out = a->a.getArticleCount(); break;
         case ZS_STAT_MEDIA_COUNT: *out = a->a.getMediaCount(); break;
@@ -233,10 +234,10 @@ extern "C" int zs_archive_stat(zs_archive *a, zs_stat which, int64_t *out, zs_er
 
 extern "C" zs_entry *zs_archive_entry_by_path(zs_archive *a, const char *path, size_t len,
                                               zs_entry_info *info, zs_error *err) {
-    return guarded(err, (zs_entry *)nullptr, [&] {
+    return guarded_on(a->file, err, (zs_entry *)nullptr, [&] {
         std::string p(path, len);
         try {
-            return make_entry(a->a.getEntryByPath(p), info);
+            return make_entry(a->a.getEntryByPath(p), a->file, info);
         } catch (const zim::EntryNotFound &) {
             throw zim::EntryNotFound("no entry with path '" + p + "'");
         }
@@ -245,10 +246,10 @@ extern "C" zs_entry *zs_archive_entry_by_path(zs_archive *a, const char *path, s
 
 extern "C" zs_entry *zs_archive_entry_by_title(zs_archive *a, const char *title, size_t len,
                                                zs_entry_info *info, zs_error *err) {
-    return guarded(err, (zs_entry *)nullptr, [&] {
+    return guarded_on(a->file, err, (zs_entry *)nullptr, [&] {
         std::string t(title, len);
         try {
-            return make_entry(a->a.getEntryByTitle(t), info);
+            return make_entry(a->a.getEntryByTitle(t), a->file, info);
         } catch (const zim::EntryNotFound &) {
             throw zim::EntryNotFound("no entry with title '" + t + "'");
         }
@@ -257,30 +258,30 @@ extern "C" zs_entry *zs_archive_entry_by_title(zs_archive *a, const char *title,
 
 extern "C" zs_entry *zs_archive_entry_by_index(zs_archive *a, uint64_t idx, zs_entry_info *info,
                                                zs_error *err) {
-    return guarded(err, (zs_entry *)nullptr, [&]() -> zs_entry * {
+    return guarded_on(a->file, err, (zs_entry *)nullptr, [&]() -> zs_entry * {
         // libzim indexes with uint32 and wraps larger values silently.
         if (idx >= a->a.getAllEntryCount())
             throw std::out_of_range("entry index " + std::to_string(idx) +
                                     " out of range (archive has " +
                                     std::to_string(a->a.getAllEntryCount()) + " entries)");
-        return make_entry(a->a.getEntryByPath(static_cast<zim::entry_index_type>(idx)), info);
+        return make_entry(a->a.getEntryByPath(static_cast<zim::entry_index_type>(idx)), a->file, info);
     });
 }
 
 extern "C" zs_entry *zs_archive_main_entry(zs_archive *a, zs_entry_info *info, zs_error *err) {
-    return guarded(err, (zs_entry *)nullptr,
-                   [&] { return make_entry(a->a.getMainEntry(), info); });
+    return guarded_on(a->file, err, (zs_entry *)nullptr,
+                   [&] { return make_entry(a->a.getMainEntry(), a->file, info); });
 }
 
 extern "C" zs_entry *zs_archive_random_entry(zs_archive *a, zs_entry_info *info,
                                              zs_error *err) {
-    return guarded(err, (zs_entry *)nullptr,
-                   [&] { return make_entry(a->a.getRandomEntry(), info); });
+    return guarded_on(a->file, err, (zs_entry *)nullptr,
+                   [&] { return make_entry(a->a.getRandomEntry(), a->file, info); });
 }
 
 extern "C" int zs_archive_metadata_keys(zs_archive *a, char **buf, size_t *len, size_t *count,
                                         zs_error *err) {
-    return guarded(err, -1, [&] {
+    return guarded_on(a->file, err, -1, [&] {
         std::vector<std::string> keys = a->a.getMetadataKeys();
         *buf = join_nul(keys, len);
         *count = keys.size();
@@ -290,10 +291,10 @@ extern "C" int zs_archive_metadata_keys(zs_archive *a, char **buf, size_t *len, 
 
 extern "C" zs_item *zs_archive_metadata_item(zs_archive *a, const char *name, size_t len,
                                              zs_item_info *info, zs_error *err) {
-    return guarded(err, (zs_item *)nullptr, [&] {
+    return guarded_on(a->file, err, (zs_item *)nullptr, [&] {
         std::string n(name, len);
         try {
-            return make_item(a->a.getMetadataItem(n), info);
+            return make_item(a->a.getMetadataItem(n), a->file, info);
         } catch (const zim::EntryNotFound &) {
             throw zim::EntryNotFound("no metadata named '" + n + "'");
         }
@@ -302,7 +303,7 @@ extern "C" zs_item *zs_archive_metadata_item(zs_archive *a, const char *name, si
 
 extern "C" int zs_archive_illustration_sizes(zs_archive *a, unsigned *sizes, size_t cap,
                                              size_t *count, zs_error *err) {
-    return guarded(err, -1, [&] {
+    return guarded_on(a->file, err, -1, [&] {
         size_t n = 0;
         for (unsigned s : a->a.getIllustrationSizes())
             if (n < cap)
@@ -314,18 +315,18 @@ extern "C" int zs_archive_illustration_sizes(zs_archive *a, unsigned *sizes, siz
 
 extern "C" zs_item *zs_archive_illustration_item(zs_archive *a, unsigned size,
                                                  zs_item_info *info, zs_error *err) {
-    return guarded(err, (zs_item *)nullptr, [&]() -> zs_item * {
+    return guarded_on(a->file, err, (zs_item *)nullptr, [&]() -> zs_item * {
         // libzim 8.1.1 throws a bare runtime_error for a missing size.
         if (!a->a.hasIllustration(size))
             throw zim::EntryNotFound("no illustration of size " + std::to_string(size));
-        return make_item(a->a.getIllustrationItem(size), info);
+        return make_item(a->a.getIllustrationItem(size), a->file, info);
     });
 }
 
 extern "C" void zs_buffer_free(char *buf) { std::free(buf); }
 
 extern "C" int zs_archive_check(zs_archive *a, zs_error *err) {
-    return guarded(err, -1, [&] { return a->a.check() ? 1 : 0; });
+    return guarded_on(a->file, err, -1, [&] { return a->a.check() ? 1 : 0; });
 }
 
 namespace {
@@ -372,7 +373,7 @@ bool title_listing_ok(const zs_archive &a, const std::string &name) {
 
 extern "C" int zs_archive_validate(zs_archive *a, unsigned mask, unsigned *failed,
                                    zs_error *err) {
-    return guarded(err, -1, [&] {
+    return guarded_on(a->file, err, -1, [&] {
         unsigned f = 0;
         for (unsigned c = 0; c < ZS_CHECK_COUNT; c++) {
             if (!(mask & (1u << c)))
@@ -402,29 +403,52 @@ extern "C" int zs_archive_validate(zs_archive *a, unsigned mask, unsigned *faile
 extern "C" void zs_entry_free(zs_entry *e) { delete e; }
 
 extern "C" zs_entry *zs_entry_redirect(zs_entry *e, zs_entry_info *info, zs_error *err) {
-    return guarded(err, (zs_entry *)nullptr, [&]() -> zs_entry * {
+    return guarded_on(e->file, err, (zs_entry *)nullptr, [&]() -> zs_entry * {
         if (!e->e.isRedirect())
             throw zim::InvalidType("entry '" + e->path + "' is not a redirect");
-        return make_entry(e->e.getRedirectEntry(), info);
+        return make_entry(e->e.getRedirectEntry(), e->file, info);
     });
 }
 
 extern "C" zs_item *zs_entry_item(zs_entry *e, zs_item_info *info, zs_error *err) {
-    return guarded(err, (zs_item *)nullptr, [&] { return make_item(e->e.getItem(true), info); });
+    return guarded_on(e->file, err, (zs_item *)nullptr, [&] { return make_item(e->e.getItem(true), e->file, info); });
 }
 
 extern "C" void zs_item_free(zs_item *it) { delete it; }
 
 extern "C" int zs_item_size(zs_item *it, uint64_t *size, zs_error *err) {
-    return guarded(err, -1, [&] {
+    return guarded_on(it->file, err, -1, [&] {
         *size = it->it.getSize();
         return 0;
     });
 }
 
+namespace {
+
+// libzim hands out an item stored uncompressed as a view of its map of the
+// file, which faults (SIGBUS) when the file is truncated later, while the
+// view lives. Such content is read into memory of its own instead: one
+// pread, where libzim would map and populate the same pages.
+zim::Blob item_bytes(const zs_item &h) {
+    if (h.file) {
+        const zim::Item::DirectAccessInfo where = h.it.getDirectAccessInformation();
+        if (!where.first.empty()) {
+            const zim::size_type n = h.it.getSize();
+            std::shared_ptr<char> buf(new char[n ? n : 1], std::default_delete<char[]>());
+            // where.second is a position in the file the archive was opened
+            // from (embedding offset included), which h.file->fd reads.
+            pread_exact(h.file->fd, buf.get(), n, where.second);
+            return zim::Blob(buf, n);
+        }
+    }
+    return h.it.getData();
+}
+
+}  // namespace
+
 extern "C" zs_blob *zs_item_data(zs_item *it, zs_str *data, zs_error *err) {
-    return guarded(err, (zs_blob *)nullptr, [&] {
-        std::unique_ptr<zs_blob> b(new zs_blob{it->it.getData()});
+    return guarded_on(it->file, err, (zs_blob *)nullptr, [&] {
+        std::unique_ptr<zs_blob> b(new zs_blob{item_bytes(*it)});
         data->ptr = b->b.data();
         data->len = b->b.size();
         return b.release();
@@ -440,6 +464,7 @@ struct zs_iter {
     virtual bool at_end() const = 0;
     virtual zim::Entry take() = 0;  // current entry, then advance
     uint64_t size = 0;
+    std::shared_ptr<OpenFile> file;
 };
 
 namespace {
@@ -504,35 +529,38 @@ zs_iter *new_range(const zim::Archive &a, zim::Archive::EntryRange<O> r, uint64_
 
 extern "C" zs_iter *zs_iter_new(zs_archive *a, zs_order order, uint64_t *size,
                                 zs_error *err) {
-    return guarded(err, (zs_iter *)nullptr, [&]() -> zs_iter * {
+    return guarded_on(a->file, err, (zs_iter *)nullptr, [&]() -> zs_iter * {
+        zs_iter *it;
         switch (order) {
-        case ZS_BY_TITLE: return new_range(a->a, a->a.iterByTitle(), size);
-        case ZS_BY_CLUSTER: {
-            zs_iter *it = new ClusterOrderIter(a->a);
+        case ZS_BY_TITLE: it = new_range(a->a, a->a.iterByTitle(), size); break;
+        case ZS_BY_CLUSTER:
+            it = new ClusterOrderIter(a->a);
             *size = it->size;
-            return it;
+            break;
+        default: it = new_range(a->a, a->a.iterByPath(), size); break;
         }
-        default: return new_range(a->a, a->a.iterByPath(), size);
-        }
+        it->file = a->file;
+        return it;
     });
 }
 
 extern "C" zs_iter *zs_iter_prefix(zs_archive *a, zs_order order, const char *prefix,
                                    size_t len, uint64_t *size, zs_error *err) {
-    return guarded(err, (zs_iter *)nullptr, [&]() -> zs_iter * {
+    return guarded_on(a->file, err, (zs_iter *)nullptr, [&]() -> zs_iter * {
         std::string p(prefix, len);
-        if (order == ZS_BY_TITLE)
-            return new_range(a->a, a->a.findByTitle(p), size);
-        return new_range(a->a, a->a.findByPath(p), size);
+        zs_iter *it = order == ZS_BY_TITLE ? new_range(a->a, a->a.findByTitle(p), size)
+                                           : new_range(a->a, a->a.findByPath(p), size);
+        it->file = a->file;
+        return it;
     });
 }
 
 extern "C" int zs_iter_next(zs_iter *it, zs_entry **out, zs_entry_info *infos, size_t cap,
                             size_t *n, zs_error *err) {
     *n = 0;
-    return guarded(err, -1, [&] {
+    return guarded_on(it->file, err, -1, [&] {
         while (*n < cap && !it->at_end()) {
-            out[*n] = make_entry(it->take(), &infos[*n]);
+            out[*n] = make_entry(it->take(), it->file, &infos[*n]);
             (*n)++;
         }
         return 0;

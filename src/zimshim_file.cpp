@@ -180,23 +180,38 @@ OpenFile::~OpenFile() {
         ::close(fd);
 }
 
-// A short read means the data claims to be where the file has none.
-void OpenFile::read(uint64_t pos, void *buf, size_t len) const {
-    if (pos > size || len > size - pos)
-        throw zim::ZimFileFormatError("offset " + std::to_string(pos) + " outside the archive");
+void pread_exact(int fd, void *buf, size_t len, uint64_t pos) {
     size_t done = 0;
     while (done < len) {
-        ssize_t n = ::pread(fd, static_cast<char *>(buf) + done, len - done,
-                            (off_t)(offset + pos + done));
+        ssize_t n = ::pread(fd, static_cast<char *>(buf) + done, len - done, (off_t)(pos + done));
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
             throw std::runtime_error(std::string("read error: ") + std::strerror(errno));
+        // A short read: the data claims to be where the file has none.
         if (n == 0)
-            throw zim::ZimFileFormatError("the file ends before offset " +
-                                          std::to_string(pos + done) + " of the archive");
+            throw zim::ZimFileFormatError("the file ends at byte " + std::to_string(pos + done) +
+                                          ", before the data it should hold");
         done += (size_t)n;
     }
+}
+
+void OpenFile::read(uint64_t pos, void *buf, size_t len) const {
+    if (pos > size || len > size - pos)
+        throw zim::ZimFileFormatError("offset " + std::to_string(pos) + " outside the archive");
+    pread_exact(fd, buf, len, offset + pos);
+}
+
+void OpenFile::check_size() const {
+    // lseek to the end returns the size at a third of fstat's cost (measured
+    // 0.2 against 0.6 us here). The descriptor's own offset is unused: every
+    // read is a pread, and libzim reads through descriptors of its own.
+    const off_t end = blockdev ? -1 : ::lseek(fd, 0, SEEK_END);
+    if (end < 0 || (uint64_t)end >= offset + size)
+        return;
+    throw zim::ZimFileFormatError("the file was truncated to " + std::to_string(end) +
+                                  " bytes while open (the archive ends at byte " +
+                                  std::to_string(offset + size) + ")");
 }
 
 std::shared_ptr<OpenFile> open_archive_file(const char *path, unsigned range, uint64_t offset,

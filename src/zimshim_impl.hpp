@@ -40,7 +40,16 @@ struct OpenFile {
     ~OpenFile();
     // Exactly len bytes at pos of the archive (pread), or throws.
     void read(uint64_t pos, void *buf, size_t len) const;
+    // libzim maps the file: a read of a mapped page past a truncated end is
+    // SIGBUS. So calls that may read the archive check first (one fstat)
+    // that the file still holds it, and throw if not.
+    void check_size() const;
 };
+
+inline void check_file(const std::shared_ptr<OpenFile> &f) {
+    if (f)
+        f->check_size();
+}
 
 // A zim::Archive with the descriptor it reads through (null for multi-part
 // archives, which libzim 8.1.1 opens only by name).
@@ -59,10 +68,12 @@ struct zs_archive {
 struct zs_entry {
     zim::Entry e;
     std::string title, path;
+    std::shared_ptr<zs_impl::OpenFile> file;  // checked before reads; null: multi-part
 };
 struct zs_item {
     zim::Item it;
     std::string title, path, mimetype;
+    std::shared_ptr<zs_impl::OpenFile> file;
 };
 struct zs_blob {
     zim::Blob b;
@@ -94,6 +105,16 @@ R guarded(zs_error *err, R fallback, F &&f) {
     }
 }
 
+// guarded(), after checking that file still holds the archive: for every
+// call that may read it (see OpenFile::check_size).
+template <class F, class R>
+R guarded_on(const std::shared_ptr<OpenFile> &file, zs_error *err, R fallback, F &&f) {
+    return guarded(err, fallback, [&]() -> R {
+        check_file(file);
+        return f();
+    });
+}
+
 // The strings, NUL-separated in one malloc'd buffer (zs_buffer_free).
 char *join_nul(const std::vector<std::string> &v, size_t *len);
 
@@ -108,6 +129,8 @@ void check_index_entries(const zim::Archive &a, bool with_database);
 // Returns null with err set (ZS_ERR_INTERRUPTED on EINTR).
 std::shared_ptr<OpenFile> open_archive_file(const char *path, unsigned range, uint64_t offset,
                                             uint64_t size, zs_error *err);
+// Exactly len bytes at byte pos of the file, or throws.
+void pread_exact(int fd, void *buf, size_t len, uint64_t pos);
 // libzim's Archive over f's descriptor; throws as libzim does.
 zim::Archive open_archive(const OpenFile &f);
 // Refuses corruption that would crash libzim 8.1.1's Archive constructor.

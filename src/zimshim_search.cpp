@@ -98,6 +98,14 @@ class Lease {
             }
             slot_->gen = gen;
         }
+        try {
+            // Results read titles and snippets from the archives.
+            for (const ArchiveCopy &c : slot_->archives)
+                check_file(c.file);
+        } catch (...) {
+            give_back();
+            throw;
+        }
     }
     ~Lease() { give_back(); }
     Lease(const Lease &) = delete;

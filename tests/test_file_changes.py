@@ -11,6 +11,7 @@ from archive A.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -25,6 +26,7 @@ from libzim.reader import Archive
 from libzim.search import Searcher
 from libzim.suggestion import SuggestionSearcher
 from search_fixtures import *  # noqa: F401,F403
+from conftest import SUITE
 from search_fixtures import MARKERS_A, PAGES_A, PAGES_B, pages_with
 
 ALL = 1000
@@ -190,3 +192,69 @@ def test_interrupted_open_runs_signal_handlers(small_path, handler, want):
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.split()
     assert lines[:3] == ["handler", "ran", want], proc.stdout
+
+
+# ---- a file truncated while open ----------------------------------------------------------
+
+TRUNCATED_CALLS = [
+    "a.get_entry_by_path('main.html')",
+    "a.get_entry_by_title('Test ZIM file')",
+    "a._get_entry_by_id(3)",
+    "a.get_metadata('Title')",
+    "a.main_entry",
+    "entry.get_item()",
+    "item.size",
+    "bytes(item.content)",
+    "list(a.iter_by_title())",
+    "list(a.iter_by_path())",
+    "list(a.iter_efficient())",
+    "next(pending)",
+    "a.validate()",
+    "a.check()",
+    "SuggestionSearcher(a).suggest('Test').get_results(0, 5)",
+]
+
+
+@pytest.mark.parametrize("call", TRUNCATED_CALLS)
+def test_truncated_file_raises_instead_of_sigbus(tmp_path, call):
+    # libzim maps the file; reading a mapped page past a truncated end is
+    # SIGBUS. Each call runs in its own process so a crash fails one case.
+    path = tmp_path / "small.zim"
+    data = (SUITE / "nons" / "small.zim").read_bytes()
+    path.write_bytes(data)
+    proc = run_child(f"""
+        from libzim.suggestion import SuggestionSearcher
+        a = Archive({str(path)!r})
+        entry = a.get_entry_by_path("main.html")
+        item = entry.get_item()
+        pending = a.iter_by_path()
+        os.truncate({str(path)!r}, {len(data) // 2})
+        try:
+            {call}
+        except libzim.ArchiveError as e:
+            print(e)
+        """)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout == (f"{path}: the file was truncated to {len(data) // 2} bytes while open "
+                           f"(the archive ends at byte {len(data)})\n")
+
+
+def test_content_views_survive_truncation(tmp_path):
+    # favicon.png is stored uncompressed: libzim's own view of it is a map of
+    # the file, which faulted on first read after the truncation.
+    path = tmp_path / "small.zim"
+    data = (SUITE / "nons" / "small.zim").read_bytes()
+    path.write_bytes(data)
+    proc = run_child(f"""
+        import hashlib
+        a = Archive({str(path)!r})
+        views = [a.get_entry_by_path(p).get_item().content for p in ("favicon.png", "main.html")]
+        os.truncate({str(path)!r}, 100)
+        for v in views:
+            print(hashlib.sha256(v).hexdigest())
+        """)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    with Archive(SUITE / "nons" / "small.zim") as a:  # an untouched copy, for the expected bytes
+        want = [hashlib.sha256(a.get_entry_by_path(p).get_item().content).hexdigest()
+                for p in ("favicon.png", "main.html")]
+    assert proc.stdout.split() == want
