@@ -1,0 +1,328 @@
+"""Library-wide search and suggestions on Dask distributed.
+
+    from dask.distributed import Client
+    from libzim.dask import Library
+    hits = Library(paths, Client("scheduler:8786")).search("event loop", 10).hits
+
+The archives are sharded across the workers (rendezvous hashing with a cap of
+ceil(archives / workers) per worker, so a worker that leaves moves only its own
+archives).  Each worker process opens its archives once, on first use, and
+keeps them and their Searchers open across queries; a query runs one task per
+worker, which searches its archives from a thread pool (the searches release
+the GIL) and returns only its best ``count`` hits, without snippets.  The
+client merges those, and when snippets are asked for, asks the workers for the
+snippets of the hits that survived the merge only.
+
+Scores are libzim's per-archive relevance percentages, which are not
+comparable across archives (see README, "Library search on Dask"): the merge
+orders by score, then by the archive's position in the library, then by rank
+inside the archive.
+
+A failing archive (missing, corrupt, without a full-text index) is reported in
+``LibraryResult.failures``; so is a shard whose worker was lost twice (Dask
+reschedules a lost worker's task on another worker, and this module retries a
+failed shard once more, one task per archive).
+
+Workers need libzim-c and Dask installed and the archives at the same paths.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import math
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional, Sequence, Union
+
+try:
+    import distributed
+    from distributed import Client
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "libzim.dask needs Dask distributed: pip install 'libzim-c[dask]' "
+        "(or pip install 'dask[distributed]')"
+    ) from exc
+
+import libzim
+from libzim import _pickle
+from libzim.search import Query, Searcher
+from libzim.suggestion import SuggestionSearcher
+
+__all__ = ["Library", "LibraryResult", "Hit", "Failure", "assign_shards"]
+
+
+@dataclass(frozen=True)
+class Hit:
+    archive: str  # the archive's path, as given to Library
+    path: str
+    title: str
+    score: int  # libzim's relevance percentage within its archive; 0 for suggestions
+    snippet: str  # "" unless include_snippets
+    rank: int  # position inside its own archive's results
+
+
+@dataclass(frozen=True)
+class Failure:
+    archive: str
+    kind: str  # "missing", "corrupt", "no-index", "worker-lost", "timeout" or "error"
+    message: str
+
+
+@dataclass
+class LibraryResult:
+    hits: list[Hit]
+    failures: list[Failure]
+    estimated_matches: int  # sum of the archives' estimates
+    searched: int  # archives that answered
+    moved: list[str] = field(default_factory=list)  # archives answered off their shard's worker
+
+
+# ---- worker side --------------------------------------------------------------
+# Module state of each worker process: the archives it opened and their
+# searchers, kept across queries.
+
+_lock = threading.Lock()
+_searchers: dict[tuple[str, str], tuple[Any, Any]] = {}  # (kind, path) -> (archive, searcher)
+_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+
+
+def _thread_pool() -> concurrent.futures.ThreadPoolExecutor:
+    global _pool
+    with _lock:
+        if _pool is None:
+            n = int(os.environ.get("LIBZIM_DASK_THREADS", 0)) or (os.cpu_count() or 2)
+            _pool = concurrent.futures.ThreadPoolExecutor(n, thread_name_prefix="libzim-dask")
+        return _pool
+
+
+def _searcher_for(kind: str, path: str) -> Any:
+    archive = _pickle.open_cached(path)  # a stat per call; reopens a replaced file
+    with _lock:
+        cached = _searchers.get((kind, path))
+        if cached is not None and cached[0] is archive:
+            return cached[1]
+    made = Searcher(archive) if kind == "search" else SuggestionSearcher(archive)
+    with _lock:
+        _searchers[(kind, path)] = (archive, made)
+    return made
+
+
+def _classify(path: str, exc: BaseException) -> tuple[str, str, str]:
+    if isinstance(exc, libzim.SearchError):
+        kind = "no-index"
+    elif isinstance(exc, libzim.ArchiveError):
+        kind = "corrupt" if os.path.exists(path) or os.path.exists(path + "aa") else "missing"
+    else:
+        kind = "error"
+    return (path, kind, f"{type(exc).__name__}: {exc}".splitlines()[0])
+
+
+def _one_archive(kind: str, path: str, query: Any, count: int, snippets: int) -> dict[str, Any]:
+    """Top hits of one archive; with snippets > 0, only the first `snippets`
+    hits, with their snippets."""
+    try:
+        if kind == "suggest":
+            search = _searcher_for(kind, path).suggest(query)
+            rows = [(r.path, r.title, 0, r.snippet) for r in search.get_results(0, count)]
+        else:
+            search = _searcher_for(kind, path).search(query)
+            want = snippets or count
+            rows = [(r.path, r.title, r.score, r.snippet)
+                    for r in search.get_results(0, want, include_snippets=bool(snippets))]
+        estimate = search.get_estimated_matches() if not snippets else 0
+        return {"archive": path, "rows": rows, "estimate": estimate}
+    except libzim.ZimError as exc:
+        return {"archive": path, "failure": _classify(path, exc)}
+
+
+def _worker_address() -> str:
+    try:
+        return distributed.get_worker().address
+    except ValueError:  # not on a worker (tests calling the task directly)
+        return ""
+
+
+def _shard_task(kind: str, paths: list[str], query: Any, count: int,
+                order: dict[str, int], _delay: float = 0.0) -> dict[str, Any]:
+    """One worker's part of a query: its archives in parallel, only its best
+    `count` hits sent back."""
+    if _delay:
+        import time
+        time.sleep(_delay)  # tests: a window in which to kill the worker
+    outs = list(_thread_pool().map(lambda p: _one_archive(kind, p, query, count, 0), paths))
+    hits = [(o["archive"], rank, row) for o in outs if "rows" in o
+            for rank, row in enumerate(o["rows"])]
+    hits.sort(key=lambda h: _merge_key(kind, h, order))
+    return {
+        "hits": hits[:count],
+        "answered": [o["archive"] for o in outs if "rows" in o],
+        "estimate": sum(o.get("estimate", 0) for o in outs),
+        "failures": [o["failure"] for o in outs if "failure" in o],
+        "worker": _worker_address(),
+    }
+
+
+def _snippet_task(wanted: list[tuple[str, int]], query: Any) -> dict[str, Any]:
+    outs = list(_thread_pool().map(lambda pn: _one_archive("search", pn[0], query, pn[1], pn[1]),
+                                   wanted))
+    return {o["archive"]: o for o in outs}
+
+
+def _drop_task(paths: list[str]) -> int:
+    with _lock:
+        for kind in ("search", "suggest"):
+            for p in paths:
+                _searchers.pop((kind, p), None)
+    return sum(_pickle.drop_cached(p) for p in paths)
+
+
+def _merge_key(kind: str, hit: tuple[str, int, tuple[Any, ...]], order: dict[str, int]) -> tuple[int, ...]:
+    archive, rank, row = hit
+    if kind == "suggest":  # no scores: interleave the archives' rankings
+        return (rank, order[archive])
+    return (-row[2], order[archive], rank)
+
+
+# ---- client side ------------------------------------------------------------------
+
+def _weight(path: str, worker: str) -> int:
+    return int.from_bytes(hashlib.blake2b(f"{worker}\0{path}".encode(), digest_size=8).digest(), "big")
+
+
+def assign_shards(paths: Sequence[str], workers: Sequence[str]) -> dict[str, list[str]]:
+    """Rendezvous hashing with bounded load: each archive goes to its
+    highest-weight worker that still has room (ceil(n / workers) each)."""
+    if not workers:
+        raise RuntimeError("the Dask cluster has no workers")
+    cap = math.ceil(len(paths) / len(workers))
+    shards: dict[str, list[str]] = {w: [] for w in workers}
+    for p in paths:
+        for w in sorted(workers, key=lambda w: _weight(p, w), reverse=True):
+            if len(shards[w]) < cap:
+                shards[w].append(p)
+                break
+    return {w: ps for w, ps in shards.items() if ps}
+
+
+class Library:
+    """A set of archives searched together on a Dask cluster."""
+
+    def __init__(self, paths: Iterable[Union[str, "os.PathLike[str]"]], client: Client) -> None:
+        self.paths = [os.path.abspath(os.fspath(p)) for p in paths]
+        if len(set(self.paths)) != len(self.paths):
+            raise ValueError("an archive appears twice in the library")
+        self.client = client
+        self._order = {p: i for i, p in enumerate(self.paths)}
+
+    def shards(self) -> dict[str, list[str]]:
+        """Worker address -> the archives it serves, for the current workers."""
+        return assign_shards(self.paths, sorted(self.client.scheduler_info()["workers"]))
+
+    def search(self, query: Union[str, Query], count: int = 10, *, include_snippets: bool = True,
+               timeout: Optional[float] = None, _delay: float = 0.0) -> LibraryResult:
+        """The best `count` hits over the library, merged by score."""
+        result = self._run("search", query, count, timeout, _delay)
+        if include_snippets and result.hits:
+            self._add_snippets(result, query)
+        return result
+
+    def suggest(self, text: str, count: int = 10, *, timeout: Optional[float] = None) -> LibraryResult:
+        """Title suggestions over the library: the archives' rankings interleaved."""
+        return self._run("suggest", text, count, timeout, 0.0)
+
+    def close(self) -> None:
+        """Let the workers forget (and so close) this library's archives."""
+        self.client.run(_drop_task, self.paths)
+
+    # ---- internals ----
+
+    def _submit(self, kind: str, paths: list[str], query: Any, count: int,
+                worker: Optional[str], delay: float) -> Any:
+        order = {p: self._order[p] for p in paths}  # not the whole library's: O(shard) bytes
+        return self.client.submit(
+            _shard_task, kind, paths, query, count, order, delay,
+            workers=[worker] if worker else None, allow_other_workers=True, pure=False,
+        )
+
+    def _run(self, kind: str, query: Any, count: int, timeout: Optional[float],
+             delay: float) -> LibraryResult:
+        if count <= 0:
+            return LibraryResult([], [], 0, 0)
+        shards = self.shards()
+        futures = {self._submit(kind, ps, query, count, w, delay): (w, ps) for w, ps in shards.items()}
+        outs, lost = self._collect(futures, timeout)
+        # A shard whose task failed even after Dask's own rescheduling: once
+        # more, one task per archive so that a crashing archive takes no other
+        # archive down with it.
+        retry = {self._submit(kind, [p], query, count, None, 0.0): (None, [p])
+                 for _, ps in lost for p in ps}
+        outs2, lost2 = self._collect(retry, timeout)
+        outs += outs2
+        failures = [Failure(*f) for o in outs for f in o["failures"]]
+        failures += [Failure(p, kind_, msg) for (kind_, msg), ps in lost2 for p in ps]
+        hits = sorted((h for o in outs for h in o["hits"]), key=lambda h: _merge_key(kind, h, self._order))
+        moved = [p for o in outs for p in o["answered"] if o["worker"] != o["assigned"]]
+        return LibraryResult(
+            hits=[Hit(a, row[0], row[1], row[2], row[3] if kind == "suggest" else "", rank)
+                  for a, rank, row in hits[:count]],
+            failures=sorted(failures, key=lambda f: self._order[f.archive]),
+            estimated_matches=sum(o["estimate"] for o in outs),
+            searched=sum(len(o["answered"]) for o in outs),
+            moved=sorted(moved, key=self._order.__getitem__),
+        )
+
+    def _collect(self, futures: dict[Any, tuple[Optional[str], list[str]]],
+                 timeout: Optional[float]) -> tuple[list[dict[str, Any]], list[tuple[tuple[str, str], list[str]]]]:
+        if not futures:
+            return [], []
+        try:
+            distributed.wait(list(futures), timeout=timeout)
+        except TimeoutError:
+            pass
+        outs, lost = [], []
+        for fut, (worker, paths) in futures.items():
+            if fut.status == "finished":
+                out = fut.result()
+                out["assigned"] = worker or out["worker"]
+                outs.append(out)
+            elif fut.status == "pending":
+                fut.cancel()
+                lost.append((("timeout", f"no answer within {timeout} s"), paths))
+            else:
+                try:
+                    exc = fut.exception()
+                except BaseException as e:  # cancelled futures raise here
+                    exc = e
+                lost.append((("worker-lost", f"{type(exc).__name__}: {exc}".splitlines()[0]), paths))
+        return outs, lost
+
+    def _add_snippets(self, result: LibraryResult, query: Any) -> None:
+        # Survivors of one archive are always the first n of its ranking (the
+        # merge keeps each archive's order), so one page of n per archive.
+        need: dict[str, int] = {}
+        for h in result.hits:
+            need[h.archive] = max(need.get(h.archive, 0), h.rank + 1)
+        by_worker: dict[str, list[tuple[str, int]]] = {}
+        owner = {p: w for w, ps in self.shards().items() for p in ps}
+        for p, n in need.items():
+            by_worker.setdefault(owner[p], []).append((p, n))
+        futures = {self.client.submit(_snippet_task, wanted, query, workers=[w],
+                                      allow_other_workers=True, pure=False): wanted
+                   for w, wanted in by_worker.items()}
+        got: dict[str, dict[str, Any]] = {}
+        for fut, wanted in futures.items():
+            try:
+                got.update(fut.result())
+            except Exception as exc:  # lost twice: these hits keep an empty snippet
+                msg = f"snippets: {type(exc).__name__}: {exc}".splitlines()[0]
+                result.failures += [Failure(p, "worker-lost", msg) for p, _ in wanted]
+        hits = []
+        for h in result.hits:
+            o = got.get(h.archive)
+            row = o["rows"][h.rank] if o and "rows" in o and h.rank < len(o["rows"]) else None
+            if row is not None and row[0] == h.path:
+                h = Hit(h.archive, h.path, h.title, h.score, row[3], h.rank)
+            hits.append(h)
+        result.hits = hits

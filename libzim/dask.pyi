@@ -1,0 +1,51 @@
+import os
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from distributed import Client
+
+from libzim.search import Query
+
+__all__ = ["Library", "LibraryResult", "Hit", "Failure", "assign_shards"]
+
+@dataclass(frozen=True)
+class Hit:
+    archive: str
+    path: str
+    title: str
+    score: int
+    snippet: str
+    rank: int
+
+@dataclass(frozen=True)
+class Failure:
+    archive: str
+    kind: str
+    message: str
+
+@dataclass
+class LibraryResult:
+    hits: list[Hit]
+    failures: list[Failure]
+    estimated_matches: int
+    searched: int
+    moved: list[str] = ...
+
+def assign_shards(paths: Sequence[str], workers: Sequence[str]) -> dict[str, list[str]]: ...
+
+class Library:
+    paths: list[str]
+    client: Client
+    def __init__(self, paths: Iterable[str | os.PathLike[str]], client: Client) -> None: ...
+    def shards(self) -> dict[str, list[str]]: ...
+    def search(
+        self,
+        query: str | Query,
+        count: int = 10,
+        *,
+        include_snippets: bool = True,
+        timeout: float | None = None,
+        _delay: float = 0.0,
+    ) -> LibraryResult: ...
+    def suggest(self, text: str, count: int = 10, *, timeout: float | None = None) -> LibraryResult: ...
+    def close(self) -> None: ...

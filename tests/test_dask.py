@@ -1,0 +1,184 @@
+"""Library-wide search on a real dask.distributed LocalCluster (2 worker
+processes, started and stopped here).
+
+Expected answers come from running the same query locally, archive by archive,
+with the merge rule written out again here (score, then library order, then
+rank), and the hit sets from library_fixtures' construction rules.
+Dask is a test requirement (requirements-dev.txt): no skip when it is absent.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from distributed import Client, LocalCluster
+
+import libzim
+from libzim import dask as libdask
+from libzim.search import Searcher
+from libzim.suggestion import SuggestionSearcher
+
+from conftest import SUITE
+from library_fixtures import LIB_WORD, RARE_WORD, build_library, pages_with_word
+
+ARCHIVES, PAGES = 6, 12
+
+
+@pytest.fixture(scope="module")
+def lib_paths(tmp_path_factory) -> list[str]:
+    return [str(p) for p in build_library(tmp_path_factory.mktemp("library"), ARCHIVES, PAGES)]
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
+                           dashboard_address=None, silence_logs=50)
+    c = Client(cluster)
+    try:
+        yield c
+    finally:
+        c.close()
+        cluster.close()
+
+
+def local_hits(paths, query, count, snippets=True):
+    """The query run here, archive by archive, merged by (score desc, library
+    position, rank)."""
+    rows = []
+    for i, p in enumerate(paths):
+        results = Searcher(libzim.reader.Archive(p)).search(query).get_results(
+            0, 1000, include_snippets=snippets)
+        rows += [(-r.score, i, rank, p, r.path, r.title, r.score, r.snippet)
+                 for rank, r in enumerate(results)]
+    rows.sort()
+    return [row[3:] for row in rows[:count]]
+
+
+def as_rows(result):
+    return [(h.archive, h.path, h.title, h.score, h.snippet) for h in result.hits]
+
+
+def test_assign_shards_balanced_and_stable():
+    for n in (40, 1000):
+        paths = [f"/lib/a{i}.zim" for i in range(n)]
+        three = libdask.assign_shards(paths, ["w1", "w2", "w3"])
+        assert sorted(p for ps in three.values() for p in ps) == sorted(paths)
+        assert max(map(len, three.values())) <= -(-n // 3)
+        # w3 leaves: its archives move, and (almost) nothing else does.
+        two = libdask.assign_shards(paths, ["w1", "w2"])
+        assert set(three["w3"]) <= set(two["w1"]) | set(two["w2"])
+        moved = sum(1 for w in ("w1", "w2") for p in three[w] if p not in two[w])
+        assert moved <= n // 100
+
+
+@pytest.mark.parametrize("word", [LIB_WORD, RARE_WORD])
+def test_library_search_equals_local(client, lib_paths, word):
+    lib = libdask.Library(lib_paths, client)
+    assert len(lib.shards()) == 2
+    got = lib.search(word, 1000)
+    want = local_hits(lib_paths, word, 1000)
+    assert as_rows(got) == want
+    assert got.failures == [] and got.searched == ARCHIVES
+    by_archive = {p: {h.path for h in got.hits if h.archive == p} for p in lib_paths}
+    assert by_archive == {p: pages_with_word(k, PAGES, word) for k, p in enumerate(lib_paths)}
+    assert all(h.snippet for h in got.hits)
+    assert got.estimated_matches == sum(len(v) for v in by_archive.values())
+
+
+def test_top_hits_and_snippets_only_for_survivors(client, lib_paths, monkeypatch):
+    lib = libdask.Library(lib_paths, client)
+    asked = []
+    submit = client.submit
+
+    def spy(fn, *args, **kw):
+        if fn is libdask._snippet_task:
+            asked.extend(args[0])
+        return submit(fn, *args, **kw)
+
+    monkeypatch.setattr(client, "submit", spy)
+    got = lib.search(LIB_WORD, 7)
+    assert as_rows(got) == local_hits(lib_paths, LIB_WORD, 7)
+    # One page per archive holding survivors, as long as its last survivor's rank.
+    survivors = {}
+    for h in got.hits:
+        survivors[h.archive] = max(survivors.get(h.archive, 0), h.rank + 1)
+    assert sorted(asked) == sorted(survivors.items())
+    assert sum(n for _, n in asked) == 7
+    asked.clear()
+    fast = lib.search(LIB_WORD, 7, include_snippets=False)
+    assert asked == []
+    assert [r[:4] for r in as_rows(fast)] == [r[:4] for r in local_hits(lib_paths, LIB_WORD, 7, False)]
+    assert all(h.snippet == "" for h in fast.hits)
+
+
+def test_library_suggest_equals_local(client, lib_paths):
+    lib = libdask.Library(lib_paths, client)
+    got = lib.suggest("ledger", 20)
+    rows = []
+    for i, p in enumerate(lib_paths):
+        res = SuggestionSearcher(libzim.reader.Archive(p)).suggest("ledger").get_results(0, 20)
+        rows += [(rank, i, p, r.path, r.title, 0, r.snippet) for rank, r in enumerate(res)]
+    rows.sort()
+    assert as_rows(got) == [r[2:] for r in rows[:20]]
+    assert {h.path for h in got.hits} >= {f"lib{k}/page000.html" for k in range(ARCHIVES)}
+
+
+def test_failures_reported_not_fatal(client, lib_paths, tmp_path):
+    corrupt = tmp_path / "corrupt.zim"
+    shutil.copy(SUITE / "nons" / "invalid.smaller_than_header.zim", corrupt)
+    missing = tmp_path / "missing.zim"
+    noindex = SUITE / "nons" / "small.zim"
+    paths = [str(corrupt), *lib_paths[:3], str(missing), str(noindex), *lib_paths[3:]]
+    got = libdask.Library(paths, client).search(RARE_WORD, 1000)
+    assert as_rows(got) == local_hits(lib_paths, RARE_WORD, 1000)
+    assert [(f.archive, f.kind) for f in got.failures] == [
+        (str(corrupt), "corrupt"), (str(missing), "missing"), (str(noindex), "no-index")]
+    for f in got.failures:
+        assert f.archive in f.message and "\n" not in f.message
+    assert got.searched == ARCHIVES
+
+
+def test_worker_killed_during_query(client, lib_paths):
+    lib = libdask.Library(lib_paths, client)
+    want = local_hits(lib_paths, LIB_WORD, 1000)
+    before = lib.shards()
+    pids = client.run(os.getpid)
+    box = {}
+    t = threading.Thread(target=lambda: box.update(r=lib.search(LIB_WORD, 1000, _delay=3.0)))
+    t.start()
+    victim = sorted(before)[0]
+    deadline = time.monotonic() + 30
+    while not client.processing().get(victim) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert client.processing().get(victim), "the query never reached the victim worker"
+    os.kill(pids[victim], signal.SIGKILL)
+    t.join(60)
+    assert not t.is_alive()
+    got = box["r"]
+    assert as_rows(got) == want and got.failures == [] and got.searched == ARCHIVES
+    assert set(got.moved) == set(before[victim])
+    client.wait_for_workers(2, timeout=60)  # the nanny restarts it for the next tests
+
+
+def test_core_imports_without_dask():
+    """Dask is an optional extra: libzim imports without it, libzim.dask says
+    what to install."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['dask'] = sys.modules['distributed'] = None\n"
+        "import libzim, libzim.reader, libzim.search, pickle\n"
+        "assert 'distributed' not in [m for m in sys.modules if sys.modules[m] is not None]\n"
+        "try:\n    import libzim.dask\nexcept ImportError as e:\n    print(e)\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "pip install 'libzim-c[dask]'" in out.stdout
