@@ -128,3 +128,27 @@ def cmd_bench(args: argparse.Namespace, extra: list[str]) -> int:
     if not paths:
         paths = [str(demo_archive(args.cache, ", or give ARCHIVE paths"))]
     return builtin_bench(paths, threads, duration, args.limit, args.json)
+
+
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    """``zim bench`` and its options."""
+    p = sub.add_parser(
+        "bench",
+        help="benchmark search throughput",
+        description=(
+            "In a source checkout without ARCHIVE arguments, run the project's benchmark "
+            "(bench/run.py; extra options are passed on to it). Given ARCHIVE paths, or "
+            "with --builtin, run a small built-in benchmark: a fixed set of queries, 1 and 2 "
+            "threads, without and with snippets, printing searches/s."
+        ),
+    )
+    p.add_argument("archives", metavar="ARCHIVE", nargs="*", help="ZIM files with a full-text index")
+    p.add_argument("--quick", action="store_true", help="shorter runs")
+    p.add_argument("--builtin", action="store_true", help="use the built-in benchmark even in a checkout")
+    p.add_argument("--threads", default=None, metavar="LIST", help="comma-separated thread counts (default 1,2)")
+    p.add_argument("--duration", type=float, default=None, metavar="S",
+                   help="seconds per configuration (built-in default 1, 0.5 with --quick)")
+    p.add_argument("--limit", "-n", type=int, default=10, metavar="N", help="results per search (built-in; default 10)")
+    p.add_argument("--cache", metavar="DIR", help="where the demo archive is cached (built-in without ARCHIVE)")
+    p.add_argument("--json", action="store_true", help="print JSON (built-in benchmark)")
+    p.set_defaults(func=cmd_bench)

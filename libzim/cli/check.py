@@ -127,3 +127,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         print(f"All {len(results)} checks passed.")
     return 1 if failed_names else 0
+
+
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    """``zim check`` and its options."""
+    p = sub.add_parser(
+        "check", help="verify an archive's integrity",
+        description="Run libzim's integrity checks one by one, then the checksum. Exit 1 if any fails.")
+    p.add_argument("archive", metavar="ARCHIVE", help="path of the ZIM file")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_check)

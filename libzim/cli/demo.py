@@ -113,3 +113,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print_error("threaded searches returned results different from the single-threaded ones")
         return 1
     return 0
+
+
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    """``zim demo`` and its options."""
+    p = sub.add_parser(
+        "demo",
+        help="search the Python documentation from many threads",
+        description=(
+            f"Build (once, cached) a ZIM of Debian's {DEMO_PACKAGE}, search it for a few queries "
+            "with snippets, then measure searches/s from 1 and N threads sharing one Searcher."
+        ),
+    )
+    p.add_argument("--threads", type=int, default=None, metavar="N", help="threads for the throughput run (default: CPUs, 2..8)")
+    p.add_argument("--cache", metavar="DIR", help="cache directory for the built archive")
+    p.add_argument("--limit", "-n", type=int, default=3, metavar="N", help="results shown per query (default 3)")
+    p.add_argument("--duration", type=float, default=2.0, metavar="S", help="seconds per throughput run (default 2)")
+    p.set_defaults(func=cmd_demo)

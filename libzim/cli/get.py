@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 import libzim
 from libzim import ZimError
@@ -47,3 +48,13 @@ def cmd_get(args: argparse.Namespace) -> int:
             raise CLIError(f"cannot write {args.output}: {e.strerror or e}")
         sys.stderr.write(f"{PROG}: wrote {len(content):,} bytes ({mimetype}) of {entry.path} to {args.output}\n")
     return 0
+
+
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    """``zim get`` and its options."""
+    p = sub.add_parser("get", help="write an entry's content to stdout or a file",
+                       description="Write the content of the entry at PATH (following redirects), byte for byte.")
+    p.add_argument("archive", metavar="ARCHIVE", help="path of the ZIM file")
+    p.add_argument("path", metavar="PATH", help="entry path, e.g. main.html")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    p.set_defaults(func=cmd_get)

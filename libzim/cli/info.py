@@ -183,3 +183,12 @@ def cmd_info(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         raise failure(errors, args.archive)
     return 0
+
+
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    """``zim info`` and its options."""
+    p = sub.add_parser("info", help="show an archive's header, counts and metadata",
+                       description="Show an archive's size, uuid, entry counts, main entry, indexes, checksum and metadata.")
+    p.add_argument("archive", metavar="ARCHIVE", help="path of the ZIM file")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_info)

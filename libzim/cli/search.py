@@ -157,3 +157,37 @@ def cmd_suggest(args: argparse.Namespace) -> int:
         print(f"{i:>{num_w}}. {BOLD}{title}{RESET}" if bold else f"{i:>{num_w}}. {title}")
         print(f"{' ' * (num_w + 2)}{r['path']}")
     return 0
+
+
+def add_search_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    """``zim search`` and its options."""
+    p = sub.add_parser(
+        "search",
+        help="full-text search across one or more archives",
+        description=(
+            "Full-text search over every given archive that has a full-text index, with one "
+            "Searcher. With --threads/--repeat the search is run many times from several "
+            "threads sharing that Searcher, and throughput and latency are printed on stderr."
+        ),
+    )
+    p.add_argument("archives", metavar="ARCHIVE", nargs="+", help="ZIM files to search")
+    p.add_argument("query", metavar="QUERY", help="the query (quote it if it has spaces)")
+    p.add_argument("--limit", "-n", type=int, default=10, metavar="N", help="number of results (default 10)")
+    p.add_argument("--snippets", action=argparse.BooleanOptionalAction, default=True,
+                   help="include snippets (default: yes)")
+    p.add_argument("--threads", type=int, default=1, metavar="N",
+                   help="run the search from N threads sharing one Searcher (default 1)")
+    p.add_argument("--repeat", type=int, default=None, metavar="M",
+                   help="run the search M times in all (default: 1, or 20 per thread with --threads)")
+    p.add_argument("--json", action="store_true", help="print JSON (snippets keep libzim's <b> tags)")
+    p.set_defaults(func=cmd_search)
+
+
+def add_suggest_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    """``zim suggest`` and its options."""
+    p = sub.add_parser("suggest", help="title suggestions", description="Title suggestions for a partial title.")
+    p.add_argument("archive", metavar="ARCHIVE", help="path of the ZIM file")
+    p.add_argument("query", metavar="QUERY", help="the beginning of a title, or words in it")
+    p.add_argument("--limit", "-n", type=int, default=10, metavar="N", help="number of suggestions (default 10)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_suggest)
