@@ -1188,8 +1188,8 @@ static PyGetSetDef archive_getset[] = {
     {"checksum", a_checksum, NULL, "The stored checksum (hex), or ''.", NULL},
     {"metadata_keys", a_metadata_keys, NULL, "Names of the metadata entries.", NULL},
     {"dirent_cache_max_size", a_dirent_cache_max_size, a_set_dirent_cache_max_size,
-     "Dirent cache size libzim 8.1.1 was given at open (ZIM_DIRENTCACHE, default 512); "
-     "setting it needs libzim >= 9.0 and raises NotSupportedError.", NULL},
+     "Dirent cache size libzim was given at open (ZIM_DIRENTCACHE, default 512); "
+     "setting it needs libzim >= 9.3 and raises NotSupportedError.", NULL},
     {"dirent_cache_current_size", a_dirent_cache_current_size, NULL,
      "Needs libzim >= 9.0: raises NotSupportedError.", NULL},
     {NULL, NULL, NULL, NULL, NULL},

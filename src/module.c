@@ -6,10 +6,11 @@
 #include "search.h"
 #include "suggestion.h"
 
+/* Debian 13's 9.2.3 has no cache API either: it arrived in libzim 9.3. */
 #define LIBZIM_VERSION_NOTE                                                   \
-    "libzim 8.1.1 sizes its caches per archive when the archive is opened "   \
-    "(ZIM_CLUSTERCACHE, ZIM_DIRENTCACHE environment variables) and cannot "   \
-    "read or resize them afterwards; this needs libzim >= 9.0"
+    "libzim before 9.3 sizes its caches per archive when the archive is "     \
+    "opened (ZIM_CLUSTERCACHE, ZIM_DIRENTCACHE environment variables) and "   \
+    "cannot read or resize them afterwards; this needs libzim >= 9.3"
 
 /* ---- module-level functions ----------------------------------------------- */
 
@@ -104,11 +105,11 @@ static PyObject *snippet_hook(PyObject *m, PyObject *const *args, Py_ssize_t nar
 static PyMethodDef module_methods[] = {
     {"_versions", versions, METH_NOARGS, "[(library, version), ...] as libzim reports them."},
     {"get_cluster_cache_max_size", not_supported, METH_NOARGS,
-     "Not available with libzim 8.1.1: raises NotSupportedError."},
+     "Not available with libzim before 9.3: raises NotSupportedError."},
     {"get_cluster_cache_current_size", not_supported, METH_NOARGS,
-     "Not available with libzim 8.1.1: raises NotSupportedError."},
+     "Not available with libzim before 9.3: raises NotSupportedError."},
     {"set_cluster_cache_max_size", not_supported, METH_O,
-     "Not available with libzim 8.1.1: raises NotSupportedError."},
+     "Not available with libzim before 9.3: raises NotSupportedError."},
     {"_fault_inject", fault_inject, METH_O,
      "Testing only: make the N-th following native call fail. Returns the previous N."},
     {"_test_delay", test_delay, METH_O,
