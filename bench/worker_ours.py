@@ -11,7 +11,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-# The lead builds the extension in place: import from the work tree, not site-packages.
+# Benchmarks run from a checkout: import its in-place build, not an installed libzim.
 sys.path.insert(0, os.path.dirname(HERE))
 
 import _harness  # noqa: E402
