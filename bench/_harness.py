@@ -24,6 +24,7 @@ import argparse
 import hashlib
 import json
 import multiprocessing as mp
+import resource
 import threading
 import time
 
@@ -48,6 +49,13 @@ def load_ops(specs, inputs, workload):
     if not ops:
         raise SystemExit(f"no operations in {inputs} for {workload}")
     return ops
+
+
+def _switches():
+    """Context switches of this process so far (voluntary, involuntary): a
+    thread that waits for the GIL or a lock sleeps and is switched out."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_nvcsw, ru.ru_nivcsw
 
 
 def _percentile(values, q):
@@ -121,12 +129,15 @@ def _run_threads(impl, specs, ops, args, shared):
         th.start()
     barrier.wait()  # all verified
     cpu0 = time.process_time()
+    sw0 = _switches()
     t0 = time.monotonic()
     state["deadline"] = t0 + args.duration
     barrier.wait()
     for th in threads:
         th.join()
     cpu = time.process_time() - cpu0
+    sw = _switches()
+    results[0]["switches"] = (sw[0] - sw0[0], sw[1] - sw0[1])
     if errors:
         raise RuntimeError("worker thread failed: " + "; ".join(errors))
     return results, t0, cpu
@@ -141,16 +152,20 @@ def _proc_main(impl, specs, ops, args, start, barrier, deadline_value, queue):
             return deadline_value.value
 
         cpu0 = None
+        sw0 = [0, 0]
 
         def sync_with_cpu():
             nonlocal cpu0
             d = sync()
             if d is not None and d > 0:
                 cpu0 = time.process_time()
+                sw0[:] = _switches()
             return d
 
         r = _verify_and_time(impl, ctx, ops, args, start, sync_with_cpu)
         r["cpu"] = time.process_time() - cpu0
+        sw = _switches()
+        r["switches"] = (sw[0] - sw0[0], sw[1] - sw0[1])
         queue.put(r)
     except BaseException as e:  # noqa: BLE001
         queue.put({"error": repr(e)})
@@ -224,6 +239,11 @@ def main(impl, impl_name, extra_info=None):
         "p50_ms": _percentile(lat, 0.5) * 1e3,
         "p95_ms": _percentile(lat, 0.95) * 1e3,
         "cpu_s": cpu,
+        # Context switches in the timed window per op (voluntary: waits for
+        # the GIL or a lock; involuntary: preempted), whole process or all
+        # worker processes.
+        "vcsw_per_op": sum(r.get("switches", (0, 0))[0] for r in results) / max(ops_total, 1),
+        "ivcsw_per_op": sum(r.get("switches", (0, 0))[1] for r in results) / max(ops_total, 1),
         "op_list_len": len(ops),
         "digest_lines": d0.count("\n"),
         "digest": hashlib.sha256(d0.encode("utf-8")).hexdigest(),
