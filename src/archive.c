@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static void free_archive(void *h) { zs_archive_free((zs_archive *)h); }
 
@@ -578,6 +579,17 @@ static int archive_clear(PyObject *self) {
     return 0;
 }
 
+/* Frees the idle copies (leased ones are freed when given back after close). */
+static void drop_spares(ArchiveObject *a) {
+    for (int i = 0; i < ZC_SPARES; i++) {
+        zs_archive *c = atomic_exchange(&a->spare[i], NULL);
+        if (c) {
+            zs_archive_free(c);
+            atomic_fetch_sub(&a->spares_made, 1);
+        }
+    }
+}
+
 static void archive_dealloc(PyObject *self) {
     ArchiveObject *a = ARCHIVE(self);
     PyTypeObject *tp = Py_TYPE(self);
@@ -589,6 +601,7 @@ static void archive_dealloc(PyObject *self) {
     void *h = atomic_exchange(&a->guard.handle, NULL);
     if (h)
         NOGIL(zs_archive_free(h));
+    NOGIL(drop_spares(a));
     archive_clear(self);
     tp->tp_free(self);
     Py_DECREF(tp);
@@ -606,6 +619,65 @@ static zs_entry *lookup(zs_archive *h, int op, const char *s, Py_ssize_t len, ui
     case LK_MAIN: return zs_archive_main_entry(h, info, err);
     default: return zs_archive_random_entry(h, info, err);
     }
+}
+
+/* One native copy per core beyond the first: more cannot run at once. */
+static int spare_cap(void) {
+    static atomic_int cap;
+    int c = atomic_load_explicit(&cap, memory_order_relaxed);
+    if (!c) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        c = n > 1 ? (int)(n - 1 < ZC_SPARES ? n - 1 : ZC_SPARES) : 1;
+        atomic_store_explicit(&cap, c, memory_order_relaxed);
+    }
+    return c;
+}
+
+enum { LEASED_OWN = -1, SHARED_OWN = -2, LEASED_SPARE = 0 };
+
+/* The handle one lookup runs on: the archive's own when no other call is in
+ * it (always so while the GIL is held), else an idle copy, else a new copy
+ * (up to spare_cap()), else the archive's own, shared.  Touches no Python
+ * object: runs with or without the GIL.  Entries remember the copy that
+ * found them, so their items read through it too. */
+static zs_archive *lease(ArchiveObject *a, zs_archive *h, int *how) {
+    if (!atomic_exchange(&a->primary_busy, 1)) {
+        *how = LEASED_OWN;
+        return h;
+    }
+    *how = LEASED_SPARE;
+    for (int i = 0; i < ZC_SPARES; i++) {
+        zs_archive *c = atomic_exchange(&a->spare[i], NULL);
+        if (c)
+            return c;
+    }
+    if (atomic_fetch_add(&a->spares_made, 1) < spare_cap()) {
+        zs_error err;
+        zs_archive *c = zs_archive_clone(h, &err);
+        if (c)
+            return c;
+    }
+    atomic_fetch_sub(&a->spares_made, 1);
+    *how = SHARED_OWN;
+    return h;
+}
+
+static void give_back(ArchiveObject *a, zs_archive *c, int how) {
+    if (how == LEASED_OWN) {
+        atomic_store(&a->primary_busy, 0);
+        return;
+    }
+    if (how == SHARED_OWN)
+        return;
+    if (!atomic_load(&a->guard.closed)) {
+        for (int i = 0; i < ZC_SPARES; i++) {
+            zs_archive *expected = NULL;
+            if (atomic_compare_exchange_strong(&a->spare[i], &expected, c))
+                return;
+        }
+    }
+    zs_archive_free(c);
+    atomic_fetch_sub(&a->spares_made, 1);
 }
 
 /* want_entry: 1 returns the Entry, 0 returns True/False for has_*(). */
@@ -634,7 +706,13 @@ static PyObject *archive_lookup(PyObject *self, int op, PyObject *key, int want_
     zs_entry_info info;
     zs_error err;
     zs_entry *e;
-    ZC_ADAPTIVE(&ARCHIVE(self)->lookup_cost, e = lookup(h, op, s, len, id, &info, &err));
+    ArchiveObject *a = ARCHIVE(self);
+    ZC_ADAPTIVE(&a->lookup_cost, {
+        int how;
+        zs_archive *lh = lease(a, h, &how);
+        e = lookup(lh, op, s, len, id, &info, &err);
+        give_back(a, lh, how);
+    });
     zc_archive_leave(self);
     if (!want_entry) {
         if (e) {
@@ -921,6 +999,7 @@ static PyObject *a_close(PyObject *self, PyObject *noargs) {
         NOGIL(zc_guard_close(&ARCHIVE(self)->guard, free_archive));
     else
         atomic_store(&ARCHIVE(self)->guard.closed, 1);
+    NOGIL(drop_spares(ARCHIVE(self)));
     Py_RETURN_NONE;
 }
 
@@ -1042,6 +1121,11 @@ static PyObject *a_filename(PyObject *self, void *c) {
     if (!a->filename)
         return zc_raise_closed(zc_state_of(self), "archive", NULL);
     return Py_NewRef(a->filename);
+}
+
+static PyObject *a_spares(PyObject *self, void *c) {
+    (void)c;
+    return PyLong_FromLong(atomic_load(&ARCHIVE(self)->spares_made));
 }
 
 static PyObject *a_range(PyObject *self, void *c) {
@@ -1172,6 +1256,7 @@ static PyGetSetDef archive_getset[] = {
     {"filename", a_filename, NULL, "Path of the archive (pathlib.Path).", NULL},
     {"closed", a_closed, NULL, "Whether close() was called.", NULL},
     {"_range", a_range, NULL, "(offset, size) when opened inside a larger file, else None.", NULL},
+    {"_spares", a_spares, NULL, "Native copies made for concurrent lookups so far.", NULL},
     {"filesize", a_filesize, NULL, "Size of the archive in bytes (all parts).", NULL},
     {"all_entry_count", a_all_entry_count, NULL, "Number of entries, internal ones included.", NULL},
     {"entry_count", a_entry_count, NULL, "Number of user entries.", NULL},

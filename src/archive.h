@@ -6,6 +6,9 @@
 
 typedef struct ArchiveObject ArchiveObject;
 
+/* At most this many extra native copies of one archive for lookups. */
+#define ZC_SPARES 8
+
 struct ArchiveObject {
     PyObject_HEAD
     zc_guard guard;           /* zs_archive * */
@@ -13,6 +16,12 @@ struct ArchiveObject {
     atomic_llong stats[ZS_STAT_COUNT];  /* zs_archive_stat results, -1 unknown */
     zc_cost lookup_cost;      /* dirent lookups: entries, items, redirects */
     zc_cost read_cost;        /* cluster reads: content, size, metadata */
+    /* libzim serialises lookups inside one native archive, so a shared Archive
+     * leases its own handle to one call at a time and idle copies of it
+     * (zs_archive_clone: same descriptor) to the others; see lease(). */
+    atomic_int primary_busy;
+    _Atomic(zs_archive *) spare[ZC_SPARES];
+    atomic_int spares_made;
     PyObject *filename;       /* pathlib.Path */
     PyObject *name;           /* str(filename), starts every error message */
     int has_range;            /* opened with offset/size: pickled with them */
