@@ -32,7 +32,10 @@ static int query_init(PyObject *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"query", NULL};
     QueryObject *q = (QueryObject *)self;
     PyObject *text = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|U:Query", kwlist, &text))
+    /* Query("words"), once per search: skip the generic parser. */
+    if (!kwds && PyTuple_GET_SIZE(args) == 1 && PyUnicode_Check(PyTuple_GET_ITEM(args, 0)))
+        text = PyTuple_GET_ITEM(args, 0);
+    else if (!PyArg_ParseTupleAndKeywords(args, kwds, "|U:Query", kwlist, &text))
         return -1;
     PyObject *value = text ? Py_NewRef(text) : PyUnicode_FromString("");
     if (!value)
@@ -524,28 +527,26 @@ static PyObject *searcher_add_archive(PyObject *self, PyObject *archive) {
 SearchObject *zc_search_new(PyTypeObject *tp, SearcherObject *searcher, PyObject *text,
                             const zs_query *geo) {
     Py_ssize_t len;
-    if (!zc_utf8(text, &len, "query"))
+    /* The str's own UTF-8 (its data when ASCII, else cached in it): it lives
+     * as long as the str, which the Search holds; no copy per search. */
+    const char *utf8 = zc_utf8(text, &len, "query");
+    if (!utf8)
         return NULL;
     if (len > MAX_QUERY_BYTES) {
         PyErr_Format(PyExc_ValueError, "query is %zd bytes; at most %d are accepted", len,
                      MAX_QUERY_BYTES);
         return NULL;
     }
-    PyObject *bytes = PyUnicode_AsUTF8String(text);
-    if (!bytes)
-        return NULL;
     SearchObject *s = PyObject_GC_New(SearchObject, tp);
-    if (!s) {
-        Py_DECREF(bytes);
+    if (!s)
         return NULL;
-    }
     s->searcher = (SearcherObject *)Py_NewRef(searcher);
-    s->text = bytes;
+    s->text = Py_NewRef(text);
     memset(&s->q, 0, sizeof s->q);
     if (geo)
         s->q = *geo;
-    s->q.text = PyBytes_AS_STRING(bytes);
-    s->q.len = (size_t)PyBytes_GET_SIZE(bytes);
+    s->q.text = utf8;
+    s->q.len = (size_t)len;
     s->q.search_id = atomic_fetch_add(&next_search_id, 1);
     PyObject_GC_Track(s);
     return s;

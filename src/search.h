@@ -21,7 +21,7 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     SearcherObject *searcher;
-    PyObject *text;      /* bytes, UTF-8 */
+    PyObject *text;      /* str; q.text is its UTF-8 */
     zs_query q;          /* q.text points into text */
 } SearchObject;
 
