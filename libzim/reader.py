@@ -9,6 +9,7 @@ from libzim._libzim import (
     get_cluster_cache_max_size,
     set_cluster_cache_max_size,
 )
+from libzim._untrusted import check_untrusted
 
 __all__ = [
     "INTEGRITY_CHECKS",
@@ -16,6 +17,7 @@ __all__ = [
     "Entry",
     "EntryIterator",
     "Item",
+    "check_untrusted",
     "get_cluster_cache_current_size",
     "get_cluster_cache_max_size",
     "set_cluster_cache_max_size",

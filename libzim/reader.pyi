@@ -14,12 +14,21 @@ __all__ = [
     "Entry",
     "EntryIterator",
     "Item",
+    "check_untrusted",
     "get_cluster_cache_current_size",
     "get_cluster_cache_max_size",
     "set_cluster_cache_max_size",
 ]
 
 INTEGRITY_CHECKS: tuple[_CheckName, ...]
+
+def check_untrusted(
+    filename: str | os.PathLike[str],
+    *,
+    offset: int | None = None,
+    size: int | None = None,
+    timeout: float = 120.0,
+) -> None: ...
 
 @final
 class Item:

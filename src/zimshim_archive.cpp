@@ -431,7 +431,7 @@ namespace {
 // pread, where libzim would map and populate the same pages.
 zim::Blob item_bytes(const zs_item &h) {
     if (h.file) {
-        const zim::Item::DirectAccessInfo where = h.it.getDirectAccessInformation();
+        const direct_access where = as_direct_access(h.it.getDirectAccessInformation());
         if (!where.first.empty()) {
             const zim::size_type n = h.it.getSize();
             std::shared_ptr<char> buf(new char[n ? n : 1], std::default_delete<char[]>());

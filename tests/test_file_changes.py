@@ -26,7 +26,7 @@ from libzim.reader import Archive
 from libzim.search import Searcher
 from libzim.suggestion import SuggestionSearcher
 from search_fixtures import *  # noqa: F401,F403
-from conftest import SUITE
+from conftest import SUITE, child_python
 from search_fixtures import MARKERS_A, PAGES_A, PAGES_B, pages_with
 
 ALL = 1000
@@ -138,7 +138,7 @@ def run_child(code, timeout=30):
     """Runs code in a fresh interpreter: a hang fails by timeout, not the whole run."""
     script = "import libzim, os, signal, sys\nfrom libzim.reader import Archive\n" + textwrap.dedent(code)
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, **child_python())
 
 
 def test_fifo_is_refused_without_blocking(tmp_path):

@@ -3,11 +3,14 @@ of which crashed or hung libzim 8.1.1 through this binding. The archives are
 rebuilt here from the shared file and the recorded byte changes; each case
 runs in its own process, so a crash or a hang fails the test instead of the
 test run."""
+import signal
 import subprocess
 import sys
 import textwrap
 
 import pytest
+
+import libzim
 
 from conftest import SUITE, child_python
 
@@ -102,3 +105,47 @@ def test_corrupt_title_listing_refused_at_open(tmp_path, name):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout == (f"{path}: corrupt title listing 'listing/{listing}': "
                            f"blob {blob} in a cluster of 5 blobs\n")
+
+
+# A corrupt Xapian index: one byte of the title index database's header in
+# nons/small.zim (found by mutating that database). Xapian 1.4.22's
+# Database constructor segfaults on it when a SuggestionSearcher (or the
+# binding's own index check) opens the database: in-process, nothing can
+# catch that. libzim.reader.check_untrusted() opens the archive and its
+# indexes in a child process first.
+XAPIAN_CRASH = ("nons/small.zim", [(7740, 253)])
+
+
+def test_check_untrusted_reports_the_xapian_crash(tmp_path):
+    from libzim.reader import check_untrusted
+    from libzim.version import get_versions
+
+    source, patch = XAPIAN_CRASH
+    data = bytearray((SUITE / source).read_bytes())
+    for offset, byte in patch:
+        data[offset] = byte
+    path = tmp_path / "mutated-small.zim"
+    path.write_bytes(bytes(data))
+    try:
+        check_untrusted(path)
+        crashed = False
+    except libzim.ArchiveError as e:
+        assert str(e) == f"{path}: unsafe to open: reading it crashed the checking process (SIGSEGV)"
+        crashed = True
+    # The verdict matches what the open does in a process of its own.
+    script = ("from libzim.reader import Archive\nfrom libzim.suggestion import SuggestionSearcher\n"
+              f"SuggestionSearcher(Archive({str(path)!r}))\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60, **child_python())
+    assert (proc.returncode == -signal.SIGSEGV) == crashed, proc.returncode
+    if get_versions()["libxapian"] == "1.4.22":
+        assert crashed, "the reproducer no longer crashes this Xapian: the test proves nothing"
+
+
+@pytest.mark.parametrize("name", ["nons/small.zim", "withns/small.zim", "nons/invalid.smaller_than_header.zim",
+                                  "nons/invalid.nonsorted_dirent_table.zim"])
+def test_check_untrusted_passes_what_does_not_crash(name):
+    from libzim.reader import check_untrusted
+
+    assert check_untrusted(SUITE / name) is None
+    assert check_untrusted(SUITE / "nons" / "small.zim.embedded", offset=8,
+                           size=(SUITE / "nons" / "small.zim").stat().st_size) is None

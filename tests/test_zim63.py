@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import child_python
 from libzim.reader import Archive
 
 ORACLE_VENV = Path(
@@ -112,7 +113,7 @@ def test_reads_and_validates(zim63):
 
 def test_cli_check_passes(zim63):
     proc = subprocess.run([sys.executable, "-m", "libzim", "check", str(zim63)],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, **child_python())
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "FAILED" not in proc.stdout
 
