@@ -25,9 +25,10 @@ import glob
 import os
 import socket
 import threading
+from uuid import UUID
 from typing import Any, Callable, Optional
 
-from libzim import ArchiveError
+from libzim import ArchiveError, ZimError
 from libzim.reader import Archive, Entry, Item
 from libzim.search import Query, Search, Searcher, SearchResult, SearchResultSet
 from libzim.suggestion import (
@@ -126,8 +127,17 @@ def cached_count() -> int:
 
 # ---- reconstructors (module-level so that pickle finds them by name) ----
 
-def _archive(path: str, offset: Optional[int], size: Optional[int]) -> Archive:
-    return open_cached(path, offset, size)
+def _archive(path: str, offset: Optional[int], size: Optional[int],
+             uuid: Optional[bytes] = None) -> Archive:
+    a = open_cached(path, offset, size)
+    # Another host, or a replaced file, may hold another archive at that path:
+    # its entries and results would silently be other pages.
+    if uuid is not None and a.uuid.bytes != uuid:
+        raise ArchiveError(
+            f"{path}: not the archive that was pickled (UUID {a.uuid} here, "
+            f"{UUID(bytes=uuid)} where it was pickled)"
+        )
+    return a
 
 
 def _check_path(archive: Archive, index: int, found: str, path: str) -> None:
@@ -182,7 +192,11 @@ def _reduce_archive(self: Archive) -> tuple[Any, ...]:
     path = os.path.abspath(os.fspath(self.filename))
     rng = self._range
     offset, size = rng if rng is not None else (None, None)
-    return (_archive, (path, offset, size))
+    try:
+        uuid: Optional[bytes] = self.uuid.bytes
+    except ZimError:  # closed: it still pickles, unchecked
+        uuid = None
+    return (_archive, (path, offset, size, uuid))
 
 
 def _reduce_entry(self: Entry) -> tuple[Any, ...]:

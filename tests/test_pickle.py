@@ -139,28 +139,39 @@ def test_missing_file_on_receiving_side(tmp_path):
     assert msg.startswith(str(copy)) and "no such file" in msg and "\n" not in msg
 
 
-def test_changed_file_is_reopened_and_stale_entry_refused(tmp_path, zim_a_path, zim_b_path):
+def test_replaced_file_reopened_and_old_pickles_refused(tmp_path, zim_a_path, zim_b_path):
     path = tmp_path / "lib.zim"
     shutil.copy(zim_a_path, path)
     a = Archive(path)
-    entry = a.get_entry_by_path(PAGES_A[0].path)
     first = roundtrip(a)
-    data = pickle.dumps(entry)
+    data_archive = pickle.dumps(a)
+    data_entry = pickle.dumps(a.get_entry_by_path(PAGES_A[0].path))
     # Replace the file with another archive (different size, newer mtime).
     shutil.copy(zim_b_path, path)
     os.utime(path, ns=(os.stat(path).st_atime_ns, os.stat(path).st_mtime_ns + 10**9))
-    second = roundtrip(a)
-    assert second is not first and second.uuid == Archive(zim_b_path).uuid
-    b_entry = Archive(zim_b_path)._get_entry_by_id(entry._index)
-    if b_entry.path != entry.path:
+    b_uuid = Archive(zim_b_path).uuid
+    for data in (data_archive, data_entry):
         with pytest.raises(libzim.ArchiveError) as exc:
             pickle.loads(data)
-        assert "not the file that was pickled" in str(exc.value)
+        msg = str(exc.value)
+        assert msg.startswith(str(path)) and "not the archive that was pickled" in msg
+        assert str(b_uuid) in msg and str(a.uuid) in msg
+    # The new file's own pickles open it anew (size and mtime changed).
+    second = roundtrip(Archive(path))
+    assert second is not first and second.uuid == b_uuid
+
+
+def test_closed_archive_pickles_unchecked():
+    a = Archive(SUITE / "nons" / "small.zim")
+    uuid = a.uuid
+    a.close()
+    b = roundtrip(a)
+    assert not b.closed and b.uuid == uuid
 
 
 def test_archive_pickle_is_small():
     path = SUITE / "nons" / "small.zim"
-    assert len(pickle.dumps(Archive(path))) < len(str(path)) + 100
+    assert len(pickle.dumps(Archive(path))) < len(str(path)) + 120
 
 
 # ---- Entry, Item -------------------------------------------------------------
