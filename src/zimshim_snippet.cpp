@@ -364,7 +364,11 @@ struct Snippeter::Impl {
         try {
             q = qp.parse_query(text, Xapian::QueryParser::FLAG_DEFAULT);
         } catch (const Xapian::QueryParserError &) {
-            q = qp.parse_query(text, 0);
+            try {
+                q = qp.parse_query(text, 0);
+            } catch (const Xapian::QueryParserError &) {
+                return;  // no terms: the snippet is the start of the text
+            }
         }
         for (auto t = q.get_unique_terms_begin(); t != q.get_unique_terms_end(); ++t) {
             const std::string &term = *t;
@@ -644,103 +648,95 @@ class Builder {
     // Xapian's TermGenerator word splitting, on [cs, ce) of the buffer:
     // acronyms (U.S.A.), infixes (AT&T, don't, 3.11), suffixes (C++, C#).
     void tokenize(size_t cs, size_t ce) {
-        size_t i = cs;
         std::string term;
-        while (i < ce) {
+        for (size_t i = cs; i < ce;) {
             size_t nx;
             uint32_t c = cp_fast(buf_, i, &nx);
             if (!wordchar(c)) {
                 i = nx;
                 continue;
             }
-            size_t start = i;
             term.clear();
-            if (is_upper(c)) {
-                size_t p = i;
-                for (;;) {
-                    size_t pn;
-                    uint32_t pc = cp_fast(buf_, p, &pn);
-                    append(term, lower(pc));
-                    p = pn;
-                    if (p >= ce || buf_[p] != '.')
-                        break;
-                    if (++p >= ce)
-                        break;
-                    size_t qn;
-                    if (!is_upper(cp_fast(buf_, p, &qn)))
-                        break;
-                }
-                size_t pn;
-                if (term.size() > 1 && (p >= ce || !wordchar(cp_fast(buf_, p, &pn)))) {
-                    word(start, p, term, c);
-                    i = p;
+            size_t end = is_upper(c) ? acronym_end(i, ce, term) : 0;
+            if (!end) {
+                term.clear();
+                // Words that cannot match are walked but not spelled out.
+                const bool cand = q_.candidate(c);
+                end = word_end(i, ce, cand, term);
+                if (!cand) {
+                    i = end;
                     continue;
                 }
-                term.clear();
             }
-            // Words that cannot match are walked but not spelled out.
-            const bool cand = q_.candidate(c);
-            size_t pos = i, end;
-            uint32_t prev = 0;
-            for (;;) {
-                // A run of word characters from pos (the first is one).
-                while (pos < ce) {
-                    unsigned char b = (unsigned char)buf_[pos];
-                    if (b < 0x80) {
-                        if (!kAsciiWord[b])
-                            break;
-                        if (cand)
-                            term.push_back(kAsciiLower[b]);
-                        prev = b;
-                        pos++;
-                    } else {
-                        size_t pn;
-                        uint32_t raw = cp_at(buf_, pos, &pn);
-                        if (!wordchar(raw))
-                            break;
-                        prev = lower(raw);
-                        if (cand)
-                            append(term, prev);
-                        pos = pn;
-                    }
-                }
-                if (pos >= ce)
-                    goto endofterm;
-                // pos is at a non-word character: an infix joins two runs.
-                size_t nx2, nn;
-                uint32_t raw = cp_fast(buf_, pos, &nx2);
-                if (nx2 >= ce)
-                    break;
-                uint32_t next = cp_fast(buf_, nx2, &nn);
-                if (!wordchar(next))
-                    break;
-                uint32_t inf = is_digit(prev) && is_digit(next) ? infix_digit(raw) : infix(raw);
-                if (!inf)
-                    break;
-                if (inf != kIgnore && cand)
-                    append(term, inf);
-                pos = nx2;
-            }
-            {
-                size_t len = term.size(), p = pos;
-                unsigned count = 0;
-                while (p < ce && (buf_[p] == '+' || buf_[p] == '#') && count < 4) {
-                    term.push_back(buf_[p]);
-                    p++;
-                    count++;
-                }
-                size_t pn;
-                if (count > 0 && count <= 3 && (p >= ce || !wordchar(cp_fast(buf_, p, &pn))))
-                    pos = p;
-                else
-                    term.resize(len);
-            }
-        endofterm:
-            end = pos;
-            if (cand)
-                word(start, end, term, c);
+            word(i, end, term, c);
             i = end;
         }
+    }
+
+    // "U.S.A." from i: where it ends, or 0 if the word is no acronym.
+    size_t acronym_end(size_t i, size_t ce, std::string &term) const {
+        size_t p = i, next;
+        for (;;) {
+            append(term, lower(cp_fast(buf_, p, &next)));
+            p = next;
+            if (p >= ce || buf_[p] != '.' || ++p >= ce || !is_upper(cp_fast(buf_, p, &next)))
+                break;
+        }
+        if (term.size() > 1 && (p >= ce || !wordchar(cp_fast(buf_, p, &next))))
+            return p;
+        return 0;
+    }
+
+    // Where the word from pos ends: runs of word characters joined by
+    // infixes, then up to three '+' or '#'.  Spells it into term if asked.
+    size_t word_end(size_t pos, size_t ce, bool spell, std::string &term) const {
+        uint32_t prev = 0;
+        for (;;) {
+            while (pos < ce) {
+                unsigned char b = (unsigned char)buf_[pos];
+                if (b < 0x80) {
+                    if (!kAsciiWord[b])
+                        break;
+                    if (spell)
+                        term.push_back(kAsciiLower[b]);
+                    prev = b;
+                    pos++;
+                } else {
+                    size_t pn;
+                    uint32_t raw = cp_at(buf_, pos, &pn);
+                    if (!wordchar(raw))
+                        break;
+                    prev = lower(raw);
+                    if (spell)
+                        append(term, prev);
+                    pos = pn;
+                }
+            }
+            if (pos >= ce)
+                return pos;
+            size_t after, nn;
+            uint32_t raw = cp_fast(buf_, pos, &after);
+            if (after >= ce)
+                break;
+            uint32_t next = cp_fast(buf_, after, &nn);
+            if (!wordchar(next))
+                break;
+            uint32_t inf = is_digit(prev) && is_digit(next) ? infix_digit(raw) : infix(raw);
+            if (!inf)
+                break;
+            if (inf != kIgnore && spell)
+                append(term, inf);
+            pos = after;
+        }
+        size_t p = pos, pn;
+        while (p < ce && p - pos < 4 && (buf_[p] == '+' || buf_[p] == '#'))
+            p++;
+        if (p > pos && p - pos <= 3 && (p >= ce || !wordchar(cp_fast(buf_, p, &pn)))) {
+            if (spell)
+                term.append(buf_, pos, p - pos);
+            return p;
+        }
+        return pos;
     }
 
     void word(size_t start, size_t end, const std::string &term, uint32_t first) {
