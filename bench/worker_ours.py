@@ -20,6 +20,9 @@ from libzim.reader import Archive  # noqa: E402
 
 from libzim.search import Query, Searcher  # noqa: E402
 
+# bench/snippets.py sets it to "libzim" to time libzim's getSnippet() through the binding.
+SNIPPET_ENGINE = os.environ.get("BENCH_SNIPPET_ENGINE", "libzim-c")
+
 
 class OursImpl:
     def open(self, specs, workload):
@@ -39,7 +42,8 @@ class OursImpl:
                 )
         elif workload in ("results", "snippets"):
             snip = workload == "snippets"
-            results = searchers[idx].search(Query(a)).get_results(0, hits, include_snippets=snip)
+            results = searchers[idx].search(Query(a)).get_results(0, hits, include_snippets=snip,
+                                                                  snippet_engine=SNIPPET_ENGINE)
             rows = [(r.path, r.title, r.score, r.snippet if snip else None) for r in results]
             if out is not None:
                 for rank, (p, t, score, s) in enumerate(rows):

@@ -3,7 +3,16 @@
 A drop-in for python-libzim's reader, search, suggestion and version modules,
 written as a C extension that releases the GIL around libzim's work.
 """
-from libzim._libzim import (
+import os as _os
+
+# libzim 8.1.1 keeps 16 decompressed clusters per archive, read from this
+# variable when an archive opens; a snippet search reads up to 16 articles,
+# and with 16 clusters the benchmark's searches spent most of their time
+# decompressing the same clusters again (bench/results/snippets.md).  32
+# halved that for about 30 MiB more per archive; a user's value is kept.
+_os.environ.setdefault("ZIM_CLUSTERCACHE", "32")
+
+from libzim._libzim import (  # noqa: E402
     ArchiveError,
     ClosedError,
     EntryNotFoundError,

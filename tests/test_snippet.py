@@ -437,3 +437,22 @@ def test_four_threads_give_the_single_threaded_snippets():
     for t in threads:
         t.join()
     assert all(got[k] == want for k in range(4))
+
+
+# ---- cluster cache default ----------------------------------------------------------------------
+
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+from conftest import child_python  # noqa: E402
+
+
+@pytest.mark.parametrize("user_value, expected", [(None, "32"), ("5", "5"), ("16", "16")])
+def test_cluster_cache_default_never_overrides_the_user(user_value, expected):
+    kw = child_python()
+    kw["env"].pop("ZIM_CLUSTERCACHE", None)
+    if user_value is not None:
+        kw["env"]["ZIM_CLUSTERCACHE"] = user_value
+    code = "import os, libzim.reader; print(os.environ.get('ZIM_CLUSTERCACHE'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, **kw)
+    assert out.stdout.strip() == expected
