@@ -159,7 +159,7 @@ def bench_dask(paths: list[str], qs: list[str], seconds: float, workers: int) ->
 
     out = {}
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=50) as cluster, Client(cluster) as client:
+                      dashboard_address=":0", silence_logs=50) as cluster, Client(cluster) as client:
         lib = libdask.Library(paths, client)
         t0 = time.perf_counter()
         first = lib.search(qs[0], 10, include_snippets=False)

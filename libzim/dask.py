@@ -18,6 +18,10 @@ comparable across archives (see README, "Library search on Dask"): the merge
 orders by score, then by the archive's position in the library, then by rank
 inside the archive.
 
+With ``untrusted=True`` each worker first opens each file in a child process
+(``libzim.reader.check_untrusted``), so an archive that crashes libzim or Xapian
+is reported as corrupt instead of killing workers.
+
 A failing archive (missing, corrupt, without a full-text index) is reported in
 ``LibraryResult.failures``; so is a shard whose worker was lost twice (Dask
 reschedules a lost worker's task on another worker, and this module retries a
@@ -47,6 +51,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 import libzim
 from libzim import _pickle
+from libzim.reader import check_untrusted
 from libzim.search import Query, Searcher
 from libzim.suggestion import SuggestionSearcher
 
@@ -97,7 +102,18 @@ def _thread_pool() -> concurrent.futures.ThreadPoolExecutor:
         return _pool
 
 
-def _searcher_for(kind: str, path: str) -> Any:
+_checked: set[tuple[str, Any]] = set()  # (path, size and mtime) checked in a child process
+
+
+def _searcher_for(kind: str, path: str, untrusted: bool) -> Any:
+    if untrusted:
+        # Once per file version and worker process: a crash inside libzim or
+        # Xapian then kills a throwaway child, not the worker and its shard.
+        key = (path, _pickle._stamp(path))
+        if key not in _checked:
+            check_untrusted(path)
+            with _lock:
+                _checked.add(key)
     archive = _pickle.open_cached(path)  # a stat per call; reopens a replaced file
     with _lock:
         cached = _searchers.get((kind, path))
@@ -119,15 +135,16 @@ def _classify(path: str, exc: BaseException) -> tuple[str, str, str]:
     return (path, kind, f"{type(exc).__name__}: {exc}".splitlines()[0])
 
 
-def _one_archive(kind: str, path: str, query: Any, count: int, snippets: int) -> dict[str, Any]:
+def _one_archive(kind: str, path: str, query: Any, count: int, snippets: int,
+                 untrusted: bool) -> dict[str, Any]:
     """Top hits of one archive; with snippets > 0, only the first `snippets`
     hits, with their snippets."""
     try:
         if kind == "suggest":
-            search = _searcher_for(kind, path).suggest(query)
+            search = _searcher_for(kind, path, untrusted).suggest(query)
             rows = [(r.path, r.title, 0, r.snippet) for r in search.get_results(0, count)]
         else:
-            search = _searcher_for(kind, path).search(query)
+            search = _searcher_for(kind, path, untrusted).search(query)
             want = snippets or count
             rows = [(r.path, r.title, r.score, r.snippet)
                     for r in search.get_results(0, want, include_snippets=bool(snippets))]
@@ -145,13 +162,14 @@ def _worker_address() -> str:
 
 
 def _shard_task(kind: str, paths: list[str], query: Any, count: int,
-                order: dict[str, int], _delay: float = 0.0) -> dict[str, Any]:
+                order: dict[str, int], untrusted: bool, _delay: float = 0.0) -> dict[str, Any]:
     """One worker's part of a query: its archives in parallel, only its best
     `count` hits sent back."""
     if _delay:
         import time
         time.sleep(_delay)  # tests: a window in which to kill the worker
-    outs = list(_thread_pool().map(lambda p: _one_archive(kind, p, query, count, 0), paths))
+    outs = list(_thread_pool().map(lambda p: _one_archive(kind, p, query, count, 0, untrusted),
+                                   paths))
     hits = [(o["archive"], rank, row) for o in outs if "rows" in o
             for rank, row in enumerate(o["rows"])]
     hits.sort(key=lambda h: _merge_key(kind, h, order))
@@ -164,9 +182,9 @@ def _shard_task(kind: str, paths: list[str], query: Any, count: int,
     }
 
 
-def _snippet_task(wanted: list[tuple[str, int]], query: Any) -> dict[str, Any]:
-    outs = list(_thread_pool().map(lambda pn: _one_archive("search", pn[0], query, pn[1], pn[1]),
-                                   wanted))
+def _snippet_task(wanted: list[tuple[str, int]], query: Any, untrusted: bool) -> dict[str, Any]:
+    outs = list(_thread_pool().map(
+        lambda pn: _one_archive("search", pn[0], query, pn[1], pn[1], untrusted), wanted))
     return {o["archive"]: o for o in outs}
 
 
@@ -209,12 +227,16 @@ def assign_shards(paths: Sequence[str], workers: Sequence[str]) -> dict[str, lis
 class Library:
     """A set of archives searched together on a Dask cluster."""
 
-    def __init__(self, paths: Iterable[Union[str, "os.PathLike[str]"]], client: Client) -> None:
+    def __init__(self, paths: Iterable[Union[str, "os.PathLike[str]"]], client: Client, *,
+                 untrusted: bool = False) -> None:
         self.paths = [os.path.abspath(os.fspath(p)) for p in paths]
         if len(set(self.paths)) != len(self.paths):
             raise ValueError("an archive appears twice in the library")
         self.client = client
         self._order = {p: i for i, p in enumerate(self.paths)}
+        # Archives from untrusted sources: each worker checks each file in a
+        # child process (libzim.reader.check_untrusted) before opening it.
+        self.untrusted = untrusted
 
     def shards(self) -> dict[str, list[str]]:
         """Worker address -> the archives it serves, for the current workers."""
@@ -242,7 +264,7 @@ class Library:
                 worker: Optional[str], delay: float) -> Any:
         order = {p: self._order[p] for p in paths}  # not the whole library's: O(shard) bytes
         return self.client.submit(
-            _shard_task, kind, paths, query, count, order, delay,
+            _shard_task, kind, paths, query, count, order, self.untrusted, delay,
             workers=[worker] if worker else None, allow_other_workers=True, pure=False,
         )
 
@@ -308,7 +330,7 @@ class Library:
         owner = {p: w for w, ps in self.shards().items() for p in ps}
         for p, n in need.items():
             by_worker.setdefault(owner[p], []).append((p, n))
-        futures = {self.client.submit(_snippet_task, wanted, query, workers=[w],
+        futures = {self.client.submit(_snippet_task, wanted, query, self.untrusted, workers=[w],
                                       allow_other_workers=True, pure=False): wanted
                    for w, wanted in by_worker.items()}
         got: dict[str, dict[str, Any]] = {}

@@ -36,7 +36,10 @@ def assign_shards(paths: Sequence[str], workers: Sequence[str]) -> dict[str, lis
 class Library:
     paths: list[str]
     client: Client
-    def __init__(self, paths: Iterable[str | os.PathLike[str]], client: Client) -> None: ...
+    untrusted: bool
+    def __init__(
+        self, paths: Iterable[str | os.PathLike[str]], client: Client, *, untrusted: bool = False
+    ) -> None: ...
     def shards(self) -> dict[str, list[str]]: ...
     def search(
         self,

@@ -22,10 +22,13 @@ from distributed import Client, LocalCluster
 import libzim
 from libzim import dask as libdask
 from libzim.search import Searcher
+from libzim.reader import check_untrusted
 from libzim.suggestion import SuggestionSearcher
+from libzim.version import get_versions
 
 from conftest import SUITE
 from library_fixtures import LIB_WORD, RARE_WORD, build_library, pages_with_word
+from test_fuzz_regressions import XAPIAN_CRASH
 
 ARCHIVES, PAGES = 6, 12
 
@@ -38,7 +41,7 @@ def lib_paths(tmp_path_factory) -> list[str]:
 @pytest.fixture(scope="module")
 def client():
     cluster = LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
-                           dashboard_address=None, silence_logs=50)
+                           dashboard_address=":0", silence_logs=50)
     c = Client(cluster)
     try:
         yield c
@@ -117,16 +120,47 @@ def test_top_hits_and_snippets_only_for_survivors(client, lib_paths, monkeypatch
     assert all(h.snippet == "" for h in fast.hits)
 
 
+def local_suggestions(paths, text, count):
+    """Each archive's suggestions, interleaved by (rank, library position)."""
+    rows = []
+    for i, p in enumerate(paths):
+        res = SuggestionSearcher(libzim.reader.Archive(p)).suggest(text).get_results(0, count)
+        rows += [(rank, i, p, r.path, r.title, 0, r.snippet) for rank, r in enumerate(res)]
+    rows.sort()
+    return [r[2:] for r in rows[:count]]
+
+
 def test_library_suggest_equals_local(client, lib_paths):
     lib = libdask.Library(lib_paths, client)
     got = lib.suggest("ledger", 20)
-    rows = []
-    for i, p in enumerate(lib_paths):
-        res = SuggestionSearcher(libzim.reader.Archive(p)).suggest("ledger").get_results(0, 20)
-        rows += [(rank, i, p, r.path, r.title, 0, r.snippet) for rank, r in enumerate(res)]
-    rows.sort()
-    assert as_rows(got) == [r[2:] for r in rows[:20]]
+    assert as_rows(got) == local_suggestions(lib_paths, "ledger", 20)
     assert {h.path for h in got.hits} >= {f"lib{k}/page000.html" for k in range(ARCHIVES)}
+
+
+def test_untrusted_library_reports_a_crashing_archive(client, lib_paths, tmp_path):
+    """The Xapian crash reproducer in a library opened with untrusted=True:
+    reported as corrupt, and no worker dies."""
+    source, patch = XAPIAN_CRASH
+    data = bytearray((SUITE / source).read_bytes())
+    for offset, byte in patch:
+        data[offset] = byte
+    crash = tmp_path / "crash.zim"
+    crash.write_bytes(bytes(data))
+    try:
+        check_untrusted(crash)
+        crashes = False
+    except libzim.ArchiveError:
+        crashes = True
+    if get_versions()["libxapian"] == "1.4.22":
+        assert crashes, "the reproducer no longer crashes this Xapian: the test proves nothing"
+    pids = client.run(os.getpid)
+    paths = [*lib_paths[:2], str(crash), *lib_paths[2:]]
+    got = libdask.Library(paths, client, untrusted=True).suggest("ledger", 20)
+    assert client.run(os.getpid) == pids
+    assert as_rows(got) == local_suggestions(lib_paths, "ledger", 20)
+    if crashes:
+        assert [(f.archive, f.kind) for f in got.failures] == [(str(crash), "corrupt")]
+        assert "unsafe to open" in got.failures[0].message
 
 
 def test_failures_reported_not_fatal(client, lib_paths, tmp_path):
