@@ -2,7 +2,7 @@
 # Runs the project's test command (tools/test.sh) in a Debian 13 "trixie" tree:
 # libzim 9.2.3, Python 3.13 -- what users of current Debian stable build against.
 # The tree is made with debootstrap from Debian's archive and reused by later runs;
-# the checkout's committed HEAD (git archive) and the ZIM test data are copied in.
+# the checkout's committed HEAD (a git clone) and the ZIM test data are copied in.
 #
 # Usage (root or sudo):  bash tools/debian13.sh [pytest args...]
 # Env: DEB13_ROOT   the trixie tree (default /var/tmp/libzim-c-deb13; outside the
@@ -23,7 +23,7 @@ SUITE=${ZIM_TESTING_SUITE:-$REPO/../shared/zim-testing-suite}
 CA_BUNDLE=${CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
 # The packages tools/bootstrap.sh asks for on Debian 13, plus python3-venv: trixie's
 # python3 is externally managed (PEP 668), so pip only runs inside a venv.
-PACKAGES=libzim-dev,libxapian-dev,libicu-dev,python3-dev,python3-venv,zim-tools,pkg-config,build-essential,python3-doc,ca-certificates
+PACKAGES=libzim-dev,libxapian-dev,libicu-dev,python3-dev,python3-venv,zim-tools,pkg-config,build-essential,python3-doc,ca-certificates,git
 
 if [ "$(id -u)" != 0 ]; then exec sudo -E bash "$0" "$@"; fi
 
@@ -51,17 +51,20 @@ cp /etc/resolv.conf "$ROOT/etc/resolv.conf" 2>/dev/null || true
 rm -rf "$ROOT/work"
 mkdir -p "$ROOT/work/libzim-c" "$ROOT/work/shared"
 cp -r "$SUITE" "$ROOT/work/shared/zim-testing-suite"
+# A clone, not an export: the sdist check (tools/check_dist.py) asks git what is tracked.
+rmdir "$ROOT/work/libzim-c"
+git clone -q --no-hardlinks "$REPO" "$ROOT/work/libzim-c"
 if [ "${DEB13_WORKTREE:-0}" = 1 ]; then
-    tar -C "$REPO" --exclude=./build --exclude='*.so' --exclude=.git --exclude='*.egg-info' \
+    tar -C "$REPO" --exclude=./build --exclude='*.so' --exclude=./.git --exclude='*.egg-info' \
         -cf - . | tar -C "$ROOT/work/libzim-c" -xf -
-else
-    git -C "$REPO" archive HEAD | tar -C "$ROOT/work/libzim-c" -xf -
 fi
 
 inner=$(cat <<'EOF'
 set -euo pipefail
 export SSL_CERT_FILE=/etc/ssl/certs/host-ca-bundle.crt PIP_CERT=/etc/ssl/certs/host-ca-bundle.crt
 export HOME=/root LANG=C.UTF-8 PIP_DISABLE_PIP_VERSION_CHECK=1
+# Trees made before git joined $PACKAGES get it here.
+command -v git >/dev/null || { apt-get update -qq && apt-get install -y -qq git >/dev/null; }
 [ -x /opt/venv/bin/python ] || python3 -m venv /opt/venv
 cd /work/libzim-c
 echo "debian13: $(. /etc/os-release; echo "$PRETTY_NAME"), $(/opt/venv/bin/python -V)," \
