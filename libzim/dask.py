@@ -33,12 +33,13 @@ Workers need libzim-c and Dask installed and the archives at the same paths.
 from __future__ import annotations
 
 import concurrent.futures
+from concurrent.futures import CancelledError
 import hashlib
 import math
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 try:
     import distributed
@@ -263,10 +264,10 @@ class Library:
     def _submit(self, kind: str, paths: list[str], query: Any, count: int,
                 worker: Optional[str], delay: float) -> Any:
         order = {p: self._order[p] for p in paths}  # not the whole library's: O(shard) bytes
+        # Loose restrictions: a lost worker's shard runs wherever Dask can.
+        where: dict[str, Any] = {"workers": [worker], "allow_other_workers": True} if worker else {}
         return self.client.submit(
-            _shard_task, kind, paths, query, count, order, self.untrusted, delay,
-            workers=[worker] if worker else None, allow_other_workers=True, pure=False,
-        )
+            _shard_task, kind, paths, query, count, order, self.untrusted, delay, pure=False, **where)
 
     def _run(self, kind: str, query: Any, count: int, timeout: Optional[float],
              delay: float) -> LibraryResult:
@@ -276,14 +277,17 @@ class Library:
         futures = {self._submit(kind, ps, query, count, w, delay): (w, ps) for w, ps in shards.items()}
         outs, lost = self._collect(futures, timeout)
         # A shard whose task failed even after Dask's own rescheduling: once
-        # more, one task per archive so that a crashing archive takes no other
-        # archive down with it.
-        retry = {self._submit(kind, [p], query, count, None, 0.0): (None, [p])
-                 for _, ps in lost for p in ps}
+        # more, one task per archive, anywhere, so that a crashing archive
+        # takes no other archive down with it.  (Not after a timeout: that
+        # would double the wait the caller bounded.)
+        retry = {self._submit(kind, [p], query, count, None, 0.0): (w, [p])
+                 for w, (why, _), ps in lost if why != "timeout" for p in ps}
         outs2, lost2 = self._collect(retry, timeout)
         outs += outs2
         failures = [Failure(*f) for o in outs for f in o["failures"]]
-        failures += [Failure(p, kind_, msg) for (kind_, msg), ps in lost2 for p in ps]
+        failures += [Failure(p, why, msg) for _, (why, msg), ps in lost if why == "timeout"
+                     for p in ps]
+        failures += [Failure(p, why, msg) for _, (why, msg), ps in lost2 for p in ps]
         hits = sorted((h for o in outs for h in o["hits"]), key=lambda h: _merge_key(kind, h, self._order))
         moved = [p for o in outs for p in o["answered"] if o["worker"] != o["assigned"]]
         return LibraryResult(
@@ -295,8 +299,10 @@ class Library:
             moved=sorted(moved, key=self._order.__getitem__),
         )
 
-    def _collect(self, futures: dict[Any, tuple[Optional[str], list[str]]],
-                 timeout: Optional[float]) -> tuple[list[dict[str, Any]], list[tuple[tuple[str, str], list[str]]]]:
+    def _collect(self, futures: Mapping[Any, tuple[Optional[str], list[str]]], timeout: Optional[float],
+                 ) -> tuple[list[dict[str, Any]], list[tuple[Optional[str], tuple[str, str], list[str]]]]:
+        """Answers, and (assigned worker, (kind, message), archives) of the
+        tasks that gave none."""
         if not futures:
             return [], []
         try:
@@ -311,13 +317,14 @@ class Library:
                 outs.append(out)
             elif fut.status == "pending":
                 fut.cancel()
-                lost.append((("timeout", f"no answer within {timeout} s"), paths))
+                lost.append((worker, ("timeout", f"no answer within {timeout} s"), paths))
             else:
                 try:
                     exc = fut.exception()
                 except BaseException as e:  # cancelled futures raise here
                     exc = e
-                lost.append((("worker-lost", f"{type(exc).__name__}: {exc}".splitlines()[0]), paths))
+                why = "worker-lost" if isinstance(exc, (distributed.KilledWorker, CancelledError)) else "error"
+                lost.append((worker, (why, f"{type(exc).__name__}: {exc}".splitlines()[0]), paths))
         return outs, lost
 
     def _add_snippets(self, result: LibraryResult, query: Any) -> None:

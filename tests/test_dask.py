@@ -216,3 +216,38 @@ def test_core_imports_without_dask(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "pip install 'libzim-c[dask]'" in out.stdout
+
+
+def test_timeout_reports_every_unanswered_archive(client, lib_paths):
+    lib = libdask.Library(lib_paths, client)
+    t0 = time.monotonic()
+    got = lib.search(LIB_WORD, 10, timeout=0.5, _delay=2.0)
+    assert time.monotonic() - t0 < 2.0  # did not wait for the slow tasks
+    assert got.hits == [] and got.searched == 0
+    assert sorted((f.archive, f.kind) for f in got.failures) == sorted(
+        (p, "timeout") for p in lib_paths)
+    # The cluster still answers in full afterwards.
+    assert as_rows(lib.search(LIB_WORD, 1000)) == local_hits(lib_paths, LIB_WORD, 1000)
+
+
+def test_failing_task_retried_per_archive_then_reported(client, lib_paths, monkeypatch):
+    """A task that fails outright (here: a query the searcher rejects with a
+    TypeError, not a ZimError) is retried as one task per archive, each
+    reported, and the call still returns."""
+    lib = libdask.Library(lib_paths, client)
+    submitted = []
+    submit = client.submit
+
+    def spy(fn, *args, **kw):
+        if fn is libdask._shard_task:
+            submitted.append(tuple(args[1]))
+        return submit(fn, *args, **kw)
+
+    monkeypatch.setattr(client, "submit", spy)
+    got = lib.search(12345, 10)  # type: ignore[arg-type]
+    assert got.hits == [] and got.searched == 0
+    assert [(f.archive, f.kind) for f in got.failures] == [(p, "error") for p in lib_paths]
+    assert all("TypeError" in f.message for f in got.failures)
+    shards = [s for s in submitted if len(s) > 1]
+    assert sorted(p for s in shards for p in s) == sorted(lib_paths)
+    assert sorted(s for s in submitted if len(s) == 1) == sorted((p,) for p in lib_paths)
