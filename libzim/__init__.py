@@ -1,6 +1,6 @@
 """libzim-c: read ZIM archives and search them from many threads.
 
-A drop-in for python-libzim's reader, search, suggestion and version modules,
+A drop-in for python-libzim's reader, search, suggestion, version and writer modules,
 written as a C extension that releases the GIL around libzim's work.
 """
 import os as _os
@@ -19,9 +19,10 @@ from libzim._libzim import (  # noqa: E402
     InvalidIndexError,
     NotSupportedError,
     SearchError,
+    WriterError,
     ZimError,
 )
-from libzim import reader, search, suggestion, version
+from libzim import reader, search, suggestion, version, writer
 
 __version__ = "0.1.0"
 
@@ -32,9 +33,11 @@ __all__ = [
     "InvalidIndexError",
     "NotSupportedError",
     "SearchError",
+    "WriterError",
     "ZimError",
     "reader",
     "search",
     "suggestion",
     "version",
+    "writer",
 ]

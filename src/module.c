@@ -5,6 +5,7 @@
 #include "archive.h"
 #include "search.h"
 #include "suggestion.h"
+#include "writer.h"
 
 /* Debian 13's 9.2.3 has no cache API either: it arrived in libzim 9.3. */
 #define LIBZIM_VERSION_NOTE                                                   \
@@ -159,6 +160,8 @@ static int init_exceptions(PyObject *m, zc_state *st) {
         "The search cannot run (no index, or a query Xapian rejects).");
     SUB(NotSupportedError, "NotSupportedError", PyExc_NotImplementedError,
         "The feature needs a newer libzim than the one linked.");
+    SUB(WriterError, "WriterError", PyExc_RuntimeError,
+        "Writing an archive failed (libzim refused, or a Python callback raised).");
 #undef SUB
     return 0;
 }
@@ -168,7 +171,8 @@ static int init_exceptions(PyObject *m, zc_state *st) {
 static int module_exec(PyObject *m) {
     zc_state *st = PyModule_GetState(m);
     if (init_exceptions(m, st) < 0 || zc_archive_init_types(m, st) < 0 ||
-        zc_search_init_types(m, st) < 0 || zc_suggestion_init_types(m, st) < 0)
+        zc_search_init_types(m, st) < 0 || zc_suggestion_init_types(m, st) < 0 ||
+        zc_writer_init_types(m, st) < 0)
         return -1;
     return PyModule_AddStringConstant(m, "LIBZIM_VERSION_NOTE", LIBZIM_VERSION_NOTE);
 }
@@ -178,7 +182,8 @@ static int module_exec(PyObject *m) {
     X(Search) X(ResultSet) X(Result) X(SuggestionSearcher) X(SuggestionSearch) \
     X(SuggestionResultSet) X(SuggestionResult) X(ZimError) X(ArchiveError)     \
     X(EntryNotFoundError) X(InvalidIndexError) X(ClosedError) X(SearchError)   \
-    X(NotSupportedError) X(uuid_UUID) X(pathlib_Path)
+    X(NotSupportedError) X(uuid_UUID) X(pathlib_Path) X(Creator) X(WriterBlob)  \
+    X(WriterError) X(WriterItem) X(WriterHint)
 
 static int module_traverse(PyObject *m, visitproc visit, void *arg) {
     zc_state *st = PyModule_GetState(m);

@@ -14,9 +14,12 @@ typedef struct {
     /* suggestion */
     PyTypeObject *SuggestionSearcher, *SuggestionSearch, *SuggestionResultSet,
         *SuggestionResult;
+    /* writer; WriterItem and WriterHint are libzim.writer's Python classes */
+    PyTypeObject *Creator, *WriterBlob;
+    PyObject *WriterItem, *WriterHint;
     /* exception tree, built once at module init */
     PyObject *ZimError, *ArchiveError, *EntryNotFoundError, *InvalidIndexError,
-        *ClosedError, *SearchError, *NotSupportedError;
+        *ClosedError, *SearchError, *NotSupportedError, *WriterError;
     /* imported lazily, kept for the module's lifetime */
     PyObject *uuid_UUID, *pathlib_Path;
 } zc_state;

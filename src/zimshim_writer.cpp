@@ -1,0 +1,373 @@
+// libzim's writer behind the C API of zimshim_writer.h: adapters that turn
+// libzim's virtual calls on items, content providers and index data into
+// calls of the extension's callbacks.
+#include "zimshim_writer.h"
+
+#include <zim/writer/contentProvider.h>
+#include <zim/writer/creator.h>
+#include <zim/writer/item.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct zs_sink {
+    std::string s;
+};
+
+extern "C" void zs_sink_set(zs_sink *s, const char *p, size_t n) { s->s.assign(p, n); }
+
+namespace {
+
+struct Ctx {
+    const zs_writer_callbacks *cb;
+    void *ctx;
+};
+
+// Thrown when a callback failed; the Python exception waits in the ctx.
+struct CallbackFailed : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+std::string quoted(const std::string &path) { return "'" + path + "'"; }
+
+class Provider : public zim::writer::ContentProvider {
+  public:
+    Provider(Ctx c, void *obj, uint64_t size, const std::string &path)
+        : c_(c), obj_(obj), size_(size), path_(path) {}
+    ~Provider() override { c_.cb->release(obj_, keep_); }
+    zim::size_type getSize() const override { return size_; }
+
+    // libzim computed the archive's offsets from getSize(): a provider that
+    // feeds more or less would corrupt it, so that is an error here.
+    zim::Blob feed() override {
+        zs_str chunk = {nullptr, 0};
+        void *prev = keep_;
+        keep_ = nullptr;
+        if (c_.cb->provider_feed(c_.ctx, obj_, prev, &chunk, &keep_) < 0)
+            throw CallbackFailed("feed() of the content provider of " + quoted(path_) +
+                                 " raised");
+        if (chunk.len > size_ - fed_)
+            throw std::runtime_error("the content provider of " + quoted(path_) +
+                                     " fed more than the " + std::to_string(size_) +
+                                     " bytes its get_size() returned");
+        if (chunk.len == 0 && fed_ != size_)
+            throw std::runtime_error("the content provider of " + quoted(path_) + " fed " +
+                                     std::to_string(fed_) + " bytes, but its get_size() returned " +
+                                     std::to_string(size_));
+        fed_ += chunk.len;
+        return zim::Blob(chunk.ptr, chunk.len);
+    }
+
+  private:
+    Ctx c_;
+    void *obj_;
+    void *keep_ = nullptr;
+    uint64_t size_, fed_ = 0;
+    std::string path_;
+};
+
+std::unique_ptr<zim::writer::ContentProvider> make_provider(Ctx c, void *obj, uint64_t size,
+                                                            const std::string &path) {
+    try {
+        return std::unique_ptr<zim::writer::ContentProvider>(new Provider(c, obj, size, path));
+    } catch (...) {
+        c.cb->release(obj, nullptr);
+        throw;
+    }
+}
+
+// libzim calls every method from one worker thread; the Python getters are
+// called together in one GIL hold, the first time libzim asks.
+class IndexData : public zim::writer::IndexData {
+  public:
+    IndexData(Ctx c, void *obj, const std::string &path) : c_(c), obj_(obj), path_(path) {}
+    ~IndexData() override { c_.cb->release(obj_, nullptr); }
+    bool hasIndexData() const override { return fetch(false).has; }
+    std::string getTitle() const override { return fetch(true), title_.s; }
+    std::string getContent() const override { return fetch(true), content_.s; }
+    std::string getKeywords() const override { return fetch(true), keywords_.s; }
+    uint32_t getWordCount() const override { return fetch(true).wordcount; }
+    GeoPosition getGeoPosition() const override {
+        const zs_indexdata &d = fetch(true);
+        return GeoPosition(d.has_geo != 0, d.latitude, d.longitude);
+    }
+
+  private:
+    const zs_indexdata &fetch(bool all) const {
+        if (fetched_ == 2 || (fetched_ == 1 && (!all || d_.has)))
+            return d_;
+        zs_indexdata d = {};
+        d.title = &title_;
+        d.content = &content_;
+        d.keywords = &keywords_;
+        if (c_.cb->indexdata_fetch(c_.ctx, obj_, all, &d) < 0)
+            throw CallbackFailed("the index data of " + quoted(path_) + " raised");
+        d_ = d;
+        fetched_ = (all || d.has) ? 2 : 1;
+        return d_;
+    }
+    Ctx c_;
+    void *obj_;
+    std::string path_;
+    mutable int fetched_ = 0;  // 1: has_indexdata only, 2: everything
+    mutable zs_indexdata d_ = {};
+    mutable zs_sink title_, content_, keywords_;
+};
+
+zim::writer::Hints hints_of(const zs_entry_def *def) {
+    zim::writer::Hints h;
+    for (unsigned k = 0; k < 2; k++)
+        if (def->hints_set & (1u << k))
+            h[static_cast<zim::writer::HintKeys>(k)] = def->hints[k];
+    return h;
+}
+
+std::string str(zs_str s) { return std::string(s.ptr ? s.ptr : "", s.len); }
+
+// Path, title, mimetype and hints were read from the Python item before the
+// call, with the GIL held; only content and index data call back.
+class Item : public zim::writer::Item {
+  public:
+    Item(Ctx c, void *obj, const zs_entry_def *def)
+        : c_(c), obj_(obj), path_(str(def->path)), title_(str(def->title)),
+          mimetype_(str(def->mimetype)), hints_(hints_of(def)) {}
+    ~Item() override { c_.cb->release(obj_, nullptr); }
+    std::string getPath() const override { return path_; }
+    std::string getTitle() const override { return title_; }
+    std::string getMimeType() const override { return mimetype_; }
+    zim::writer::Hints getHints() const override { return hints_; }
+
+    std::unique_ptr<zim::writer::ContentProvider> getContentProvider() const override {
+        void *p = nullptr;
+        uint64_t size = 0;
+        if (c_.cb->item_provider(c_.ctx, obj_, &p, &size) < 0)
+            throw CallbackFailed("get_contentprovider() of " + quoted(path_) + " raised");
+        return make_provider(c_, p, size, path_);
+    }
+
+    std::shared_ptr<zim::writer::IndexData> getIndexData() const override {
+        void *d = nullptr;
+        int r = c_.cb->item_indexdata(c_.ctx, obj_, &d);
+        if (r < 0)
+            throw CallbackFailed("get_indexdata() of " + quoted(path_) + " raised");
+        if (r == ZS_INDEX_DEFAULT)
+            return zim::writer::Item::getIndexData();
+        if (r == ZS_INDEX_NONE)
+            return nullptr;
+        try {
+            return std::make_shared<IndexData>(c_, d, path_);
+        } catch (...) {
+            c_.cb->release(d, nullptr);
+            throw;
+        }
+    }
+
+  private:
+    Ctx c_;
+    void *obj_;
+    std::string path_, title_, mimetype_;
+    zim::writer::Hints hints_;
+};
+
+void set_werror(zs_werror *err, zs_kind kind, const std::string &msg) {
+    err->kind = kind;
+    size_t n = msg.size() < ZS_WMSG_MAX - 1 ? msg.size() : ZS_WMSG_MAX - 1;
+    memcpy(err->msg, msg.data(), n);
+    err->msg[n] = '\0';
+}
+
+// libzim's duplicate-path message is kept as it is (several lines):
+// zimscraperlib recognises duplicates by matching it.
+void fill_werror(zs_werror *err) {
+    err->callback = err->duplicate = 0;
+    err->os_errno = 0;
+    try {
+        throw;
+    } catch (const CallbackFailed &e) {
+        err->callback = 1;
+        set_werror(err, ZS_ERR_INTERNAL, e.what());
+    } catch (const std::bad_alloc &) {
+        set_werror(err, ZS_ERR_MEMORY, "out of memory");
+    } catch (const std::system_error &e) {
+        err->os_errno = e.code().value();
+        set_werror(err, ZS_ERR_IO, e.what());
+    } catch (const std::exception &e) {
+        std::string m = e.what();
+        // libzim's AsyncError inserts the mangled type name of what the
+        // worker threw: "Asynchronous error: St13runtime_error <what>".
+        const std::string async = "Asynchronous error: ";
+        if (m.rfind(async, 0) == 0) {
+            size_t sp = m.find(' ', async.size());
+            if (sp != std::string::npos)
+                m = async + m.substr(sp + 1);
+        }
+        err->duplicate = m.rfind("Impossible to add ", 0) == 0;
+        if (!err->duplicate) {
+            for (char &ch : m)
+                if (ch == '\n' || ch == '\r')
+                    ch = ' ';
+            while (!m.empty() && m.back() == ' ')
+                m.pop_back();
+        }
+        set_werror(err, ZS_ERR_INTERNAL, m);
+    } catch (...) {
+        set_werror(err, ZS_ERR_INTERNAL, "unknown C++ exception");
+    }
+}
+
+template <typename F>
+int wguarded(zs_werror *err, F &&f) {
+    try {
+        f();
+        return 0;
+    } catch (...) {
+        fill_werror(err);
+        return -1;
+    }
+}
+
+void remove_tree(const std::string &path) {
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0)
+        return;
+    if (S_ISDIR(st.st_mode)) {
+        if (DIR *d = opendir(path.c_str())) {
+            std::vector<std::string> names;
+            while (struct dirent *e = readdir(d))
+                if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+                    names.push_back(e->d_name);
+            closedir(d);
+            for (auto &n : names)
+                remove_tree(path + "/" + n);
+        }
+        rmdir(path.c_str());
+    } else {
+        unlink(path.c_str());
+    }
+}
+
+}  // namespace
+
+struct zs_creator {
+    Ctx c;
+    std::unique_ptr<zim::writer::Creator> creator;
+    std::string path;
+    bool started = false, finished = false;
+};
+
+extern "C" {
+
+zs_creator *zs_creator_new(const zs_writer_callbacks *cb, void *ctx, zs_werror *err) {
+    zs_creator *c = nullptr;
+    wguarded(err, [&] {
+        std::unique_ptr<zs_creator> p(new zs_creator);
+        p->c = Ctx{cb, ctx};
+        p->creator.reset(new zim::writer::Creator);
+        c = p.release();
+    });
+    return c;
+}
+
+void zs_creator_config(zs_creator *c, zs_config which, uint64_t value, const char *language) {
+    zim::writer::Creator &w = *c->creator;
+    switch (which) {
+    case ZS_CFG_VERBOSE:
+        w.configVerbose(value != 0);
+        break;
+    case ZS_CFG_COMPRESSION:
+        w.configCompression(value ? zim::Compression::Zstd : zim::Compression::None);
+        break;
+    case ZS_CFG_CLUSTERSIZE:
+        w.configClusterSize(static_cast<zim::size_type>(value));
+        break;
+    case ZS_CFG_INDEXING:
+        w.configIndexing(value != 0, language ? language : "");
+        break;
+    case ZS_CFG_WORKERS:
+        w.configNbWorkers(static_cast<unsigned>(value));
+        break;
+    }
+}
+
+int zs_creator_start(zs_creator *c, const char *path, zs_werror *err) {
+    return wguarded(err, [&] {
+        c->path = path;
+        c->started = true;  // even a failed start may leave files to remove
+        c->creator->startZimCreation(path);
+    });
+}
+
+void zs_creator_set_mainpath(zs_creator *c, const char *path, size_t len) {
+    c->creator->setMainPath(std::string(path, len));
+}
+
+int zs_creator_add_item(zs_creator *c, const zs_entry_def *def, void *item, zs_werror *err) {
+    return wguarded(err, [&] {
+        std::shared_ptr<zim::writer::Item> it;
+        try {
+            it = std::make_shared<Item>(c->c, item, def);
+        } catch (...) {
+            c->c.cb->release(item, nullptr);
+            throw;
+        }
+        c->creator->addItem(std::move(it));
+    });
+}
+
+int zs_creator_add_metadata(zs_creator *c, zs_str name, zs_str content, zs_str mimetype,
+                            zs_werror *err) {
+    return wguarded(err, [&] {
+        c->creator->addMetadata(str(name), str(content), str(mimetype));
+    });
+}
+
+int zs_creator_add_illustration(zs_creator *c, unsigned size, zs_str content,
+                                zs_werror *err) {
+    return wguarded(err, [&] { c->creator->addIllustration(size, str(content)); });
+}
+
+int zs_creator_add_redirection(zs_creator *c, const zs_entry_def *def, zs_str target,
+                               zs_werror *err) {
+    return wguarded(err, [&] {
+        c->creator->addRedirection(str(def->path), str(def->title), str(target),
+                                   hints_of(def));
+    });
+}
+
+int zs_creator_finish(zs_creator *c, zs_werror *err) {
+    return wguarded(err, [&] {
+        c->creator->finishZimCreation();
+        c->finished = true;
+    });
+}
+
+void zs_creator_free(zs_creator *c) {
+    if (!c)
+        return;
+    try {
+        c->creator.reset();  // joins libzim's workers; drops queued items
+    } catch (...) {
+    }
+    if (c->started && !c->finished) {
+        // libzim 8.1.1 writes to these and renames the first at the end.
+        remove_tree(c->path + ".tmp");
+        remove_tree(c->path + "_fulltext.idx.tmp");
+        remove_tree(c->path + "_title.idx.tmp");
+        remove_tree(c->path + ".tmp_fulltext.idx");
+        remove_tree(c->path + ".tmp_title.idx");
+    }
+    delete c;
+}
+
+}  // extern "C"
