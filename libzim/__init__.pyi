@@ -1,4 +1,4 @@
-from libzim import reader as reader, search as search, suggestion as suggestion, version as version
+from libzim import reader as reader, search as search, suggestion as suggestion, version as version, writer as writer
 
 __version__: str
 
@@ -9,11 +9,13 @@ __all__ = [
     "InvalidIndexError",
     "NotSupportedError",
     "SearchError",
+    "WriterError",
     "ZimError",
     "reader",
     "search",
     "suggestion",
     "version",
+    "writer",
 ]
 
 class ZimError(Exception): ...
@@ -23,3 +25,4 @@ class InvalidIndexError(ZimError, IndexError): ...
 class ClosedError(ZimError, ValueError): ...
 class SearchError(ZimError, RuntimeError): ...
 class NotSupportedError(ZimError, NotImplementedError): ...
+class WriterError(ZimError, RuntimeError): ...

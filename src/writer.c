@@ -1,6 +1,6 @@
 /* Writing archives: the native core of libzim.writer.
  *
- * _Creator drives zs_creator (zimshim_writer.cpp) and Blob carries bytes for
+ * _Creator drives zs_creator (zimshim.h, zimshim_writer.cpp) and Blob carries bytes for
  * feed().  Item, ContentProvider, IndexData and friends are Python classes
  * in libzim/writer.py, as in python-libzim; this file calls their methods
  * from the callbacks below, which libzim runs on the creating thread and on
@@ -8,10 +8,11 @@
  * released.  Each callback takes the GIL for the Python calls only. */
 #include "writer.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <structmember.h>
 #include <unistd.h>
 
-#include "zimshim_writer.h"
 
 #define WRITER_ALIAS_NOTE                                                     \
     "add_alias needs libzim >= 9.0 (Creator::addAlias); this build links libzim 8.1.1"
@@ -133,6 +134,36 @@ static int PyObject_GetOptionalAttrString(PyObject *obj, const char *name, PyObj
 }
 #endif
 
+/* The GIL for a callback.  libzim's worker threads are not Python threads:
+ * PyGILState_Ensure would make and free a thread state (and its frame
+ * stack, an mmap) at every call, which made finishing an archive twice as
+ * slow as libzim alone.  So the first callback on such a thread keeps a
+ * thread state for the thread's life, and a pthread key's destructor frees
+ * it when libzim ends the thread (while freeing the creator, without the
+ * GIL). */
+static pthread_key_t pinned_key;
+
+/* Not PyGILState_Release: at thread exit libc may have cleared CPython's
+ * own thread-local slot before this destructor runs. */
+static void unpin(void *tstate) {
+    PyEval_RestoreThread((PyThreadState *)tstate);
+    PyThreadState_Clear((PyThreadState *)tstate);
+    PyThreadState_DeleteCurrent();
+}
+
+static PyGILState_STATE gil_enter(void) {
+    if (!PyGILState_GetThisThreadState()) {
+        PyGILState_Ensure();
+        if (pthread_setspecific(pinned_key, PyThreadState_Get()) == 0)
+            PyEval_SaveThread();
+        else  /* not pinned: the matching release frees the thread state */
+            return PyGILState_UNLOCKED;
+    }
+    return PyGILState_Ensure();
+}
+
+#define gil_leave PyGILState_Release
+
 /* Keeps the first exception of a creation: later ones are its consequences. */
 static void keep_error(CreatorObject *c) {
     PyObject *exc = PyErr_GetRaisedException();
@@ -148,7 +179,7 @@ static PyObject *call0(PyObject *obj, const char *name) {
 
 static int cb_item_provider(void *ctx, void *item, void **provider, uint64_t *size) {
     CreatorObject *c = ctx;
-    PyGILState_STATE g = PyGILState_Ensure();
+    PyGILState_STATE g = gil_enter();
     int rc = -1;
     PyObject *p = call0(item, "get_contentprovider"), *n = NULL;
     int truth = p ? PyObject_IsTrue(p) : -1;
@@ -167,13 +198,13 @@ static int cb_item_provider(void *ctx, void *item, void **provider, uint64_t *si
         keep_error(c);
     Py_XDECREF(n);
     Py_XDECREF(p);
-    PyGILState_Release(g);
+    gil_leave(g);
     return rc;
 }
 
 static int cb_item_indexdata(void *ctx, void *item, void **data) {
     CreatorObject *c = ctx;
-    PyGILState_STATE g = PyGILState_Ensure();
+    PyGILState_STATE g = gil_enter();
     int rc = ZS_INDEX_DEFAULT;
     PyObject *meth;
     /* python-libzim: no get_indexdata, or None, means libzim's own. */
@@ -195,7 +226,7 @@ static int cb_item_indexdata(void *ctx, void *item, void **data) {
     Py_XDECREF(meth);
     if (rc < 0)
         keep_error(c);
-    PyGILState_Release(g);
+    gil_leave(g);
     return rc;
 }
 
@@ -264,17 +295,17 @@ static int fetch_indexdata(PyObject *d, int all, zs_indexdata *out) {
 
 static int cb_indexdata_fetch(void *ctx, void *data, int all, zs_indexdata *out) {
     CreatorObject *c = ctx;
-    PyGILState_STATE g = PyGILState_Ensure();
+    PyGILState_STATE g = gil_enter();
     int rc = fetch_indexdata(data, all, out);
     if (rc < 0)
         keep_error(c);
-    PyGILState_Release(g);
+    gil_leave(g);
     return rc;
 }
 
 static int cb_provider_feed(void *ctx, void *provider, void *prev, zs_str *chunk, void **keep) {
     CreatorObject *c = ctx;
-    PyGILState_STATE g = PyGILState_Ensure();
+    PyGILState_STATE g = gil_enter();
     Py_XDECREF((PyObject *)prev);
     int rc = -1;
     PyObject *b = call0(provider, "feed");
@@ -295,17 +326,17 @@ static int cb_provider_feed(void *ctx, void *provider, void *prev, zs_str *chunk
     if (rc < 0)
         keep_error(c);
     Py_XDECREF(b);
-    PyGILState_Release(g);
+    gil_leave(g);
     return rc;
 }
 
 /* libzim drops items, providers and index data on its worker threads; the
  * last reference may run a weakref.finalize callback, so it needs the GIL. */
 static void cb_release(void *a, void *b) {
-    PyGILState_STATE g = PyGILState_Ensure();
+    PyGILState_STATE g = gil_enter();
     Py_XDECREF((PyObject *)a);
     Py_XDECREF((PyObject *)b);
-    PyGILState_Release(g);
+    gil_leave(g);
 }
 
 static const zs_writer_callbacks callbacks = {
@@ -889,7 +920,17 @@ static PyMethodDef writer_functions[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static int key_error;
+static void make_key(void) { key_error = pthread_key_create(&pinned_key, unpin); }
+
 int zc_writer_init_types(PyObject *m, zc_state *st) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, make_key);
+    if (key_error) {
+        errno = key_error;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
     if (zc_add_type(m, &st->WriterBlob, &blob_spec, 0) < 0 ||
         zc_add_type(m, &st->Creator, &creator_spec, 0) < 0)
         return -1;

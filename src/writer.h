@@ -2,7 +2,7 @@
 #ifndef LIBZIM_C_WRITER_H
 #define LIBZIM_C_WRITER_H
 
-#include "module.h"
+#include "util.h"
 
 int zc_writer_init_types(PyObject *m, zc_state *st);
 

@@ -1,7 +1,7 @@
-// libzim's writer behind the C API of zimshim_writer.h: adapters that turn
+// libzim's writer behind the writer section of zimshim.h: adapters that turn
 // libzim's virtual calls on items, content providers and index data into
 // calls of the extension's callbacks.
-#include "zimshim_writer.h"
+#include "zimshim_impl.hpp"
 
 #include <zim/writer/contentProvider.h>
 #include <zim/writer/creator.h>
@@ -208,9 +208,10 @@ void fill_werror(zs_werror *err) {
         // worker threw: "Asynchronous error: St13runtime_error <what>".
         const std::string async = "Asynchronous error: ";
         if (m.rfind(async, 0) == 0) {
-            size_t sp = m.find(' ', async.size());
-            if (sp != std::string::npos)
-                m = async + m.substr(sp + 1);
+            size_t sp = m.find_first_of(" \n", async.size());
+            size_t text = sp == std::string::npos ? sp : m.find_first_not_of(" \n", sp);
+            if (text != std::string::npos)
+                m = async + m.substr(text);
         }
         err->duplicate = m.rfind("Impossible to add ", 0) == 0;
         if (!err->duplicate) {
@@ -229,6 +230,7 @@ void fill_werror(zs_werror *err) {
 template <typename F>
 int wguarded(zs_werror *err, F &&f) {
     try {
+        zs_impl::maybe_fault();
         f();
         return 0;
     } catch (...) {

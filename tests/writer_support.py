@@ -1,0 +1,98 @@
+"""Items, providers and checks shared by the writer tests."""
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import subprocess
+import zlib
+from pathlib import Path
+
+from libzim import writer
+
+
+def png(size: int = 48) -> bytes:
+    """A valid grey square PNG (zimcheck wants a real illustration)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    rows = b"".join(b"\x00" + b"\x80" * size for _ in range(size))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", size, size, 8, 0, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+class TextItem(writer.Item):
+    """An item whose content is a str or bytes, served by StringProvider."""
+
+    def __init__(self, path, title, content, mimetype="text/html", hints=None):
+        super().__init__()
+        self.path, self.title, self.content, self.mimetype = path, title, content, mimetype
+        self.hints = {writer.Hint.FRONT_ARTICLE: True} if hints is None else hints
+
+    def get_path(self):
+        return self.path
+
+    def get_title(self):
+        return self.title
+
+    def get_mimetype(self):
+        return self.mimetype
+
+    def get_contentprovider(self):
+        return writer.StringProvider(self.content)
+
+    def get_hints(self):
+        return self.hints
+
+
+def html(body: str, title: str = "") -> str:
+    return f"<html><head><title>{title}</title></head><body><p>{body}</p></body></html>"
+
+
+METADATA = {
+    "Name": "libzim-c_test",
+    "Title": "libzim-c writer test",
+    "Creator": "libzim-c",
+    "Publisher": "libzim-c",
+    "Description": "Round trip of libzim.writer",
+    "Language": "eng",
+}
+
+
+def add_required_metadata(creator) -> None:
+    """The metadata zimcheck -A requires, and the 48x48 illustration."""
+    import datetime
+
+    for name, value in METADATA.items():
+        creator.add_metadata(name, value)
+    creator.add_metadata("Date", datetime.date(2024, 5, 17))
+    creator.add_illustration(48, png(48))
+
+
+def leftovers(directory: Path, keep=()) -> list[str]:
+    return sorted(n for n in os.listdir(directory) if n not in keep)
+
+
+def zimcheck(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [shutil.which("zimcheck") or "zimcheck", "-A", str(path)],
+        capture_output=True,
+        text=True,
+    )
+
+
+def zimdump_list(path: Path) -> list[str]:
+    out = subprocess.run(
+        ["zimdump", "list", str(path)], capture_output=True, text=True, check=True
+    ).stdout
+    return [line for line in out.splitlines() if line]
+
+
+def native_threads() -> int:
+    return len(os.listdir("/proc/self/task"))
