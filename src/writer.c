@@ -167,10 +167,22 @@ static PyGILState_STATE gil_enter(void) {
 /* Keeps the first exception of a creation: later ones are its consequences. */
 static void keep_error(CreatorObject *c) {
     PyObject *exc = PyErr_GetRaisedException();
-    if (!c->pending)
+    ZC_BEGIN_CS((PyObject *)c);
+    if (!c->pending) {
         c->pending = exc;
-    else
-        Py_XDECREF(exc);
+        exc = NULL;
+    }
+    ZC_END_CS();
+    Py_XDECREF(exc);
+}
+
+static PyObject *take_pending(CreatorObject *c) {
+    PyObject *cause;
+    ZC_BEGIN_CS((PyObject *)c);
+    cause = c->pending;
+    c->pending = NULL;
+    ZC_END_CS();
+    return cause;
 }
 
 static PyObject *call0(PyObject *obj, const char *name) {
@@ -349,8 +361,7 @@ static const zs_writer_callbacks callbacks = {
  * (callers match it), other messages after the file name; a callback's
  * exception is chained as the cause. */
 static PyObject *raise_werror(CreatorObject *c, const zs_werror *err) {
-    PyObject *cause = c->pending;
-    c->pending = NULL;
+    PyObject *cause = take_pending(c);
     if (err->kind == ZS_ERR_MEMORY && !cause)
         return PyErr_NoMemory();
     PyObject *msg;
