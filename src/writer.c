@@ -24,14 +24,23 @@ typedef struct {
 
 enum { NOT_STARTED = 0, STARTED = 1, ENDED = 2 };
 
+/* What the callbacks need: shared by the Python object and the shim, which
+ * may still run callbacks after the object is gone (refs counts both). */
+typedef struct {
+    zc_state *st;
+    atomic_int refs;
+    pthread_mutex_t mutex;     /* for pending, without relying on the GIL */
+    PyObject *pending;         /* first exception a callback raised */
+} WriterCtx;
+
 typedef struct {
     PyObject_HEAD
     zs_creator *h;
+    WriterCtx *ctx;
     zc_state *st;
     PyObject *filename;        /* pathlib.Path */
     int state;
     PyThread_type_lock lock;   /* one call into libzim at a time */
-    PyObject *pending;         /* first exception a callback raised (GIL) */
 } CreatorObject;
 
 /* ---- Blob ------------------------------------------------------------------ */
@@ -165,24 +174,32 @@ static PyGILState_STATE gil_enter(void) {
 #define gil_leave PyGILState_Release
 
 /* Keeps the first exception of a creation: later ones are its consequences. */
-static void keep_error(CreatorObject *c) {
+static void keep_error(WriterCtx *w) {
     PyObject *exc = PyErr_GetRaisedException();
-    ZC_BEGIN_CS((PyObject *)c);
-    if (!c->pending) {
-        c->pending = exc;
+    pthread_mutex_lock(&w->mutex);
+    if (!w->pending) {
+        w->pending = exc;
         exc = NULL;
     }
-    ZC_END_CS();
+    pthread_mutex_unlock(&w->mutex);
     Py_XDECREF(exc);
 }
 
-static PyObject *take_pending(CreatorObject *c) {
-    PyObject *cause;
-    ZC_BEGIN_CS((PyObject *)c);
-    cause = c->pending;
-    c->pending = NULL;
-    ZC_END_CS();
+static PyObject *take_pending(WriterCtx *w) {
+    pthread_mutex_lock(&w->mutex);
+    PyObject *cause = w->pending;
+    w->pending = NULL;
+    pthread_mutex_unlock(&w->mutex);
     return cause;
+}
+
+/* With the GIL. */
+static void ctx_unref(WriterCtx *w) {
+    if (atomic_fetch_sub(&w->refs, 1) != 1)
+        return;
+    Py_CLEAR(w->pending);
+    pthread_mutex_destroy(&w->mutex);
+    PyMem_RawFree(w);
 }
 
 static PyObject *call0(PyObject *obj, const char *name) {
@@ -190,7 +207,7 @@ static PyObject *call0(PyObject *obj, const char *name) {
 }
 
 static int cb_item_provider(void *ctx, void *item, void **provider, uint64_t *size) {
-    CreatorObject *c = ctx;
+    WriterCtx *c = ctx;
     PyGILState_STATE g = gil_enter();
     int rc = -1;
     PyObject *p = call0(item, "get_contentprovider"), *n = NULL;
@@ -215,7 +232,7 @@ static int cb_item_provider(void *ctx, void *item, void **provider, uint64_t *si
 }
 
 static int cb_item_indexdata(void *ctx, void *item, void **data) {
-    CreatorObject *c = ctx;
+    WriterCtx *c = ctx;
     PyGILState_STATE g = gil_enter();
     int rc = ZS_INDEX_DEFAULT;
     PyObject *meth;
@@ -306,7 +323,7 @@ static int fetch_indexdata(PyObject *d, int all, zs_indexdata *out) {
 }
 
 static int cb_indexdata_fetch(void *ctx, void *data, int all, zs_indexdata *out) {
-    CreatorObject *c = ctx;
+    WriterCtx *c = ctx;
     PyGILState_STATE g = gil_enter();
     int rc = fetch_indexdata(data, all, out);
     if (rc < 0)
@@ -316,7 +333,7 @@ static int cb_indexdata_fetch(void *ctx, void *data, int all, zs_indexdata *out)
 }
 
 static int cb_provider_feed(void *ctx, void *provider, void *prev, zs_str *chunk, void **keep) {
-    CreatorObject *c = ctx;
+    WriterCtx *c = ctx;
     PyGILState_STATE g = gil_enter();
     Py_XDECREF((PyObject *)prev);
     int rc = -1;
@@ -351,8 +368,15 @@ static void cb_release(void *a, void *b) {
     gil_leave(g);
 }
 
+static void cb_ctx_free(void *ctx) {
+    PyGILState_STATE g = gil_enter();
+    ctx_unref(ctx);
+    gil_leave(g);
+}
+
 static const zs_writer_callbacks callbacks = {
     cb_item_provider, cb_item_indexdata, cb_indexdata_fetch, cb_provider_feed, cb_release,
+    cb_ctx_free,
 };
 
 /* ---- errors ------------------------------------------------------------------ */
@@ -361,7 +385,7 @@ static const zs_writer_callbacks callbacks = {
  * (callers match it), other messages after the file name; a callback's
  * exception is chained as the cause. */
 static PyObject *raise_werror(CreatorObject *c, const zs_werror *err) {
-    PyObject *cause = take_pending(c);
+    PyObject *cause = c->ctx ? take_pending(c->ctx) : NULL;
     if (err->kind == ZS_ERR_MEMORY && !cause)
         return PyErr_NoMemory();
     PyObject *msg;
@@ -454,8 +478,17 @@ static PyObject *creator_new(PyTypeObject *tp, PyObject *args, PyObject *kwds) {
         Py_DECREF(c);
         return NULL;
     }
+    WriterCtx *w = PyMem_RawCalloc(1, sizeof *w);
+    if (!w) {
+        Py_DECREF(c);
+        return PyErr_NoMemory();
+    }
+    w->st = st;
+    atomic_init(&w->refs, 2);  /* this object's and the shim's */
+    pthread_mutex_init(&w->mutex, NULL);
+    c->ctx = w;
     zs_werror err;
-    c->h = zs_creator_new(&callbacks, c, &err);
+    c->h = zs_creator_new(&callbacks, w, &err);
     if (!c->h) {
         raise_werror(c, &err);
         Py_DECREF(c);
@@ -486,7 +519,8 @@ static void creator_dealloc(PyObject *self) {
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     creator_drop(c);
-    Py_CLEAR(c->pending);
+    if (c->ctx)
+        ctx_unref(c->ctx);
     Py_CLEAR(c->filename);
     if (c->lock)
         PyThread_free_lock(c->lock);
@@ -498,13 +532,11 @@ static int creator_traverse(PyObject *self, visitproc visit, void *arg) {
     CreatorObject *c = (CreatorObject *)self;
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(c->filename);
-    Py_VISIT(c->pending);
     return 0;
 }
 
 static int creator_clear(PyObject *self) {
-    CreatorObject *c = (CreatorObject *)self;
-    Py_CLEAR(c->pending);
+    (void)self;
     return 0;
 }
 
@@ -724,13 +756,17 @@ static int item_str(PyObject *item, const char *name, PyObject **keep, zs_str *o
         PyErr_Format(PyExc_TypeError, "%s() must return str, not %.100s", name,
                      Py_TYPE(*keep)->tp_name);
     out->len = out->ptr ? (size_t)len : 0;
+    if (out->ptr && memchr(out->ptr, '\0', out->len)) {
+        PyErr_Format(PyExc_ValueError, "%s() must not return NUL characters", name);
+        out->ptr = NULL;
+    }
     return out->ptr ? 0 : -1;
 }
 
 /* An exception from the item's own getters, before libzim saw the item. */
 static PyObject *item_failed(CreatorObject *c, const char *what) {
     zs_werror err = {.kind = ZS_ERR_INTERNAL};
-    keep_error(c);
+    keep_error(c->ctx);
     snprintf(err.msg, sizeof err.msg, "%s of an item raised", what);
     return raise_werror(c, &err);
 }

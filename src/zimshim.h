@@ -274,9 +274,11 @@ typedef struct {
 enum { ZS_INDEX_DEFAULT = 0, ZS_INDEX_NONE = 1, ZS_INDEX_CUSTOM = 2 };
 
 /* Every callback returns 0, or -1 when the Python call failed: the extension
- * keeps that exception for the creator (ctx) and the shim aborts libzim's
- * operation with an error, which libzim reports at the creator's next call
- * when it happened on a worker thread. */
+ * keeps that exception in ctx.  The creation is then failed: on the calling
+ * thread the shim call fails at once; on a libzim worker thread (where
+ * throwing would end the thread and hang libzim's destructor) the shim gives
+ * libzim harmless data and the next call into the creator fails.  ctx may
+ * outlive the zs_creator (ctx_free says when it is done with it). */
 typedef struct {
     /* item.get_contentprovider(): a new reference and its get_size(). */
     int (*item_provider)(void *ctx, void *item, void **provider, uint64_t *size);
@@ -290,6 +292,8 @@ typedef struct {
     int (*provider_feed)(void *ctx, void *provider, void *prev, zs_str *chunk, void **keep);
     /* Drops a and b (either may be NULL). */
     void (*release)(void *a, void *b);
+    /* The shim no longer uses ctx (any thread, without the GIL). */
+    void (*ctx_free)(void *ctx);
 } zs_writer_callbacks;
 
 /* Errors of writer calls: libzim's text may span lines (its duplicate-path
@@ -309,6 +313,7 @@ typedef struct {
     uint64_t hints[2];
 } zs_entry_def;
 
+/* Takes ctx: the shim calls cb->ctx_free(ctx) once done, even on failure. */
 zs_creator *zs_creator_new(const zs_writer_callbacks *cb, void *ctx, zs_werror *err);
 /* Configuration, before zs_creator_start; language only for indexing. */
 typedef enum {
@@ -328,7 +333,9 @@ int zs_creator_add_redirection(zs_creator *c, const zs_entry_def *def, zs_str ta
 /* Writes the archive and renames it into place. */
 int zs_creator_finish(zs_creator *c, zs_werror *err);
 /* Stops libzim's workers and removes everything a started, unfinished
- * creation left on disk, so no file that looks like an archive remains. */
+ * creation left on disk, so no file that looks like an archive remains.
+ * After a failure of libzim's own threads, libzim's creator is leaked
+ * rather than destroyed, because its destructor could wait forever. */
 void zs_creator_free(zs_creator *c);
 
 /* ---- library ---------------------------------------------------------------- */

@@ -14,7 +14,10 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <atomic>
+#include <mutex>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include <dirent.h>
@@ -29,15 +32,44 @@ extern "C" void zs_sink_set(zs_sink *s, const char *p, size_t n) { s->s.assign(p
 
 namespace {
 
-struct Ctx {
-    const zs_writer_callbacks *cb;
-    void *ctx;
-};
-
 // Thrown when a callback failed; the Python exception waits in the ctx.
 struct CallbackFailed : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
+
+// What the creator and every adapter share.  libzim 8.1.1 ends a worker
+// thread whose task throws, and then its Creator's destructor waits forever
+// to hand that thread a quit task.  So a failure on a worker thread (a
+// callback that raised, a provider's size mismatch) never throws: it marks
+// the creation failed, gives libzim harmless data, and the next call into
+// the creator reports it.  On the calling thread it throws as usual.
+struct Shared {
+    const zs_writer_callbacks *cb;
+    void *ctx;
+    std::atomic<std::thread::id> caller{};  // the thread inside a zs_creator_* call
+    std::atomic<bool> failed{false};
+    std::mutex m;
+    std::string first_failure;        // under m
+
+    Shared(const zs_writer_callbacks *cb_, void *ctx_) : cb(cb_), ctx(ctx_) {}
+    ~Shared() { cb->ctx_free(ctx); }
+
+    // Records the failure; throws when on the calling thread.
+    void fail(const std::string &msg, bool callback) {
+        {
+            std::lock_guard<std::mutex> g(m);
+            if (first_failure.empty())
+                first_failure = msg;
+        }
+        failed = true;
+        if (std::this_thread::get_id() != caller)
+            return;
+        if (callback)
+            throw CallbackFailed(msg);
+        throw std::runtime_error(msg);
+    }
+};
+using Ctx = std::shared_ptr<Shared>;
 
 std::string quoted(const std::string &path) { return "'" + path + "'"; }
 
@@ -45,35 +77,54 @@ class Provider : public zim::writer::ContentProvider {
   public:
     Provider(Ctx c, void *obj, uint64_t size, const std::string &path)
         : c_(c), obj_(obj), size_(size), path_(path) {}
-    ~Provider() override { c_.cb->release(obj_, keep_); }
+    ~Provider() override { c_->cb->release(obj_, keep_); }
     zim::size_type getSize() const override { return size_; }
 
     // libzim computed the archive's offsets from getSize(): a provider that
-    // feeds more or less would corrupt it, so that is an error here.
+    // feeds more or less would corrupt it, so that is an error here.  Once
+    // failed (on a worker), the rest of the promised size is fed as zeros:
+    // the archive will be discarded.
     zim::Blob feed() override {
+        if (broken_)
+            return zeros();
         zs_str chunk = {nullptr, 0};
         void *prev = keep_;
         keep_ = nullptr;
-        if (c_.cb->provider_feed(c_.ctx, obj_, prev, &chunk, &keep_) < 0)
-            throw CallbackFailed("feed() of the content provider of " + quoted(path_) +
-                                 " raised");
+        if (c_->failed) {  // the creation is lost: do not call Python again
+            c_->cb->release(prev, nullptr);
+            broken_ = true;
+            return zeros();
+        }
+        if (c_->cb->provider_feed(c_->ctx, obj_, prev, &chunk, &keep_) < 0)
+            return broken("feed() of the content provider of " + quoted(path_) + " raised", true);
         if (chunk.len > size_ - fed_)
-            throw std::runtime_error("the content provider of " + quoted(path_) +
-                                     " fed more than the " + std::to_string(size_) +
-                                     " bytes its get_size() returned");
+            return broken("the content provider of " + quoted(path_) + " fed more than the " +
+                          std::to_string(size_) + " bytes its get_size() returned", false);
         if (chunk.len == 0 && fed_ != size_)
-            throw std::runtime_error("the content provider of " + quoted(path_) + " fed " +
-                                     std::to_string(fed_) + " bytes, but its get_size() returned " +
-                                     std::to_string(size_));
+            return broken("the content provider of " + quoted(path_) + " fed " +
+                          std::to_string(fed_) + " bytes, but its get_size() returned " +
+                          std::to_string(size_), false);
         fed_ += chunk.len;
         return zim::Blob(chunk.ptr, chunk.len);
     }
 
   private:
+    zim::Blob broken(const std::string &msg, bool callback) {
+        broken_ = true;
+        c_->fail(msg, callback);
+        return zeros();
+    }
+    zim::Blob zeros() {
+        static const char zero[65536] = {0};
+        uint64_t n = size_ - fed_ < sizeof zero ? size_ - fed_ : sizeof zero;
+        fed_ += n;
+        return zim::Blob(zero, n);
+    }
     Ctx c_;
     void *obj_;
     void *keep_ = nullptr;
     uint64_t size_, fed_ = 0;
+    bool broken_ = false;
     std::string path_;
 };
 
@@ -82,7 +133,7 @@ std::unique_ptr<zim::writer::ContentProvider> make_provider(Ctx c, void *obj, ui
     try {
         return std::unique_ptr<zim::writer::ContentProvider>(new Provider(c, obj, size, path));
     } catch (...) {
-        c.cb->release(obj, nullptr);
+        c->cb->release(obj, nullptr);
         throw;
     }
 }
@@ -92,7 +143,7 @@ std::unique_ptr<zim::writer::ContentProvider> make_provider(Ctx c, void *obj, ui
 class IndexData : public zim::writer::IndexData {
   public:
     IndexData(Ctx c, void *obj, const std::string &path) : c_(c), obj_(obj), path_(path) {}
-    ~IndexData() override { c_.cb->release(obj_, nullptr); }
+    ~IndexData() override { c_->cb->release(obj_, nullptr); }
     bool hasIndexData() const override { return fetch(false).has; }
     std::string getTitle() const override { return fetch(true), title_.s; }
     std::string getContent() const override { return fetch(true), content_.s; }
@@ -111,8 +162,12 @@ class IndexData : public zim::writer::IndexData {
         d.title = &title_;
         d.content = &content_;
         d.keywords = &keywords_;
-        if (c_.cb->indexdata_fetch(c_.ctx, obj_, all, &d) < 0)
-            throw CallbackFailed("the index data of " + quoted(path_) + " raised");
+        if (c_->failed || c_->cb->indexdata_fetch(c_->ctx, obj_, all, &d) < 0) {
+            if (!c_->failed)
+                c_->fail("the index data of " + quoted(path_) + " raised", true);
+            d = zs_indexdata();  // nothing to index: the archive is lost anyway
+            all = true;
+        }
         d_ = d;
         fetched_ = (all || d.has) ? 2 : 1;
         return d_;
@@ -123,6 +178,22 @@ class IndexData : public zim::writer::IndexData {
     mutable int fetched_ = 0;  // 1: has_indexdata only, 2: everything
     mutable zs_indexdata d_ = {};
     mutable zs_sink title_, content_, keywords_;
+};
+
+// Stands for a provider that could not be made on a worker thread.
+class Zeros : public zim::writer::ContentProvider {
+  public:
+    explicit Zeros(uint64_t size) : size_(size) {}
+    zim::size_type getSize() const override { return size_; }
+    zim::Blob feed() override {
+        static const char zero[65536] = {0};
+        uint64_t n = size_ - fed_ < sizeof zero ? size_ - fed_ : sizeof zero;
+        fed_ += n;
+        return zim::Blob(zero, n);
+    }
+
+  private:
+    uint64_t size_, fed_ = 0;
 };
 
 zim::writer::Hints hints_of(const zs_entry_def *def) {
@@ -142,7 +213,7 @@ class Item : public zim::writer::Item {
     Item(Ctx c, void *obj, const zs_entry_def *def)
         : c_(c), obj_(obj), path_(str(def->path)), title_(str(def->title)),
           mimetype_(str(def->mimetype)), hints_(hints_of(def)) {}
-    ~Item() override { c_.cb->release(obj_, nullptr); }
+    ~Item() override { c_->cb->release(obj_, nullptr); }
     std::string getPath() const override { return path_; }
     std::string getTitle() const override { return title_; }
     std::string getMimeType() const override { return mimetype_; }
@@ -151,16 +222,20 @@ class Item : public zim::writer::Item {
     std::unique_ptr<zim::writer::ContentProvider> getContentProvider() const override {
         void *p = nullptr;
         uint64_t size = 0;
-        if (c_.cb->item_provider(c_.ctx, obj_, &p, &size) < 0)
-            throw CallbackFailed("get_contentprovider() of " + quoted(path_) + " raised");
+        if (c_->cb->item_provider(c_->ctx, obj_, &p, &size) < 0) {
+            c_->fail("get_contentprovider() of " + quoted(path_) + " raised", true);
+            return std::unique_ptr<zim::writer::ContentProvider>(new Zeros(size));
+        }
         return make_provider(c_, p, size, path_);
     }
 
     std::shared_ptr<zim::writer::IndexData> getIndexData() const override {
         void *d = nullptr;
-        int r = c_.cb->item_indexdata(c_.ctx, obj_, &d);
-        if (r < 0)
-            throw CallbackFailed("get_indexdata() of " + quoted(path_) + " raised");
+        int r = c_->cb->item_indexdata(c_->ctx, obj_, &d);
+        if (r < 0) {
+            c_->fail("get_indexdata() of " + quoted(path_) + " raised", true);
+            return nullptr;
+        }
         if (r == ZS_INDEX_DEFAULT)
             return zim::writer::Item::getIndexData();
         if (r == ZS_INDEX_NONE)
@@ -168,7 +243,7 @@ class Item : public zim::writer::Item {
         try {
             return std::make_shared<IndexData>(c_, d, path_);
         } catch (...) {
-            c_.cb->release(d, nullptr);
+            c_->cb->release(d, nullptr);
             throw;
         }
     }
@@ -266,15 +341,56 @@ struct zs_creator {
     std::unique_ptr<zim::writer::Creator> creator;
     std::string path;
     bool started = false, finished = false;
+    bool written = false;  // libzim renamed the archive into place
+    // libzim reported a failure of one of its own threads: its destructor
+    // could then wait forever (see Shared), so the creator is leaked.
+    bool libzim_failed = false;
 };
+
+namespace {
+
+// Every call into the creator: marks the calling thread, refuses to go on
+// after a failure, and notes libzim's own asynchronous failures.
+template <typename F>
+int creator_call(zs_creator *c, zs_werror *err, F &&f) {
+    c->c->caller = std::this_thread::get_id();
+    int rc = wguarded(err, [&] {
+        if (c->c->failed) {
+            std::lock_guard<std::mutex> g(c->c->m);
+            throw std::runtime_error(c->c->first_failure);
+        }
+        f();
+        if (c->c->failed) {  // a worker failed meanwhile: report it now
+            std::lock_guard<std::mutex> g(c->c->m);
+            throw std::runtime_error(c->c->first_failure);
+        }
+    });
+    c->c->caller = std::thread::id();
+    if (rc < 0 && !c->c->failed) {
+        std::string m = err->msg;
+        if (m.rfind("Asynchronous error", 0) == 0 || m.find("in error state") != std::string::npos)
+            c->libzim_failed = true;
+    }
+    return rc;
+}
+
+}  // namespace
 
 extern "C" {
 
 zs_creator *zs_creator_new(const zs_writer_callbacks *cb, void *ctx, zs_werror *err) {
     zs_creator *c = nullptr;
+    Ctx shared;
+    try {
+        shared = std::make_shared<Shared>(cb, ctx);
+    } catch (...) {
+        cb->ctx_free(ctx);
+        set_werror(err, ZS_ERR_MEMORY, "out of memory");
+        return nullptr;
+    }
     wguarded(err, [&] {
         std::unique_ptr<zs_creator> p(new zs_creator);
-        p->c = Ctx{cb, ctx};
+        p->c = shared;
         p->creator.reset(new zim::writer::Creator);
         c = p.release();
     });
@@ -303,7 +419,7 @@ void zs_creator_config(zs_creator *c, zs_config which, uint64_t value, const cha
 }
 
 int zs_creator_start(zs_creator *c, const char *path, zs_werror *err) {
-    return wguarded(err, [&] {
+    return creator_call(c, err, [&] {
         c->path = path;
         c->started = true;  // even a failed start may leave files to remove
         c->creator->startZimCreation(path);
@@ -315,59 +431,65 @@ void zs_creator_set_mainpath(zs_creator *c, const char *path, size_t len) {
 }
 
 int zs_creator_add_item(zs_creator *c, const zs_entry_def *def, void *item, zs_werror *err) {
-    return wguarded(err, [&] {
-        std::shared_ptr<zim::writer::Item> it;
-        try {
-            it = std::make_shared<Item>(c->c, item, def);
-        } catch (...) {
-            c->c.cb->release(item, nullptr);
-            throw;
-        }
-        c->creator->addItem(std::move(it));
-    });
+    std::shared_ptr<zim::writer::Item> it;
+    try {
+        it = std::make_shared<Item>(c->c, item, def);
+    } catch (...) {
+        c->c->cb->release(item, nullptr);
+        set_werror(err, ZS_ERR_MEMORY, "out of memory");
+        return -1;
+    }
+    return creator_call(c, err, [&] { c->creator->addItem(std::move(it)); });
 }
 
 int zs_creator_add_metadata(zs_creator *c, zs_str name, zs_str content, zs_str mimetype,
                             zs_werror *err) {
-    return wguarded(err, [&] {
+    return creator_call(c, err, [&] {
         c->creator->addMetadata(str(name), str(content), str(mimetype));
     });
 }
 
 int zs_creator_add_illustration(zs_creator *c, unsigned size, zs_str content,
                                 zs_werror *err) {
-    return wguarded(err, [&] { c->creator->addIllustration(size, str(content)); });
+    return creator_call(c, err, [&] { c->creator->addIllustration(size, str(content)); });
 }
 
 int zs_creator_add_redirection(zs_creator *c, const zs_entry_def *def, zs_str target,
                                zs_werror *err) {
-    return wguarded(err, [&] {
+    return creator_call(c, err, [&] {
         c->creator->addRedirection(str(def->path), str(def->title), str(target),
                                    hints_of(def));
     });
 }
 
 int zs_creator_finish(zs_creator *c, zs_werror *err) {
-    return wguarded(err, [&] {
+    return creator_call(c, err, [&] {
         c->creator->finishZimCreation();
-        c->finished = true;
+        c->written = true;
+        c->finished = !c->c->failed;
     });
 }
 
 void zs_creator_free(zs_creator *c) {
     if (!c)
         return;
-    try {
-        c->creator.reset();  // joins libzim's workers; drops queued items
-    } catch (...) {
+    if (c->libzim_failed) {
+        // Leaked on purpose, with the items libzim still holds: destroying
+        // it could hang (see Shared).  Its threads are idle or gone.
+        (void)c->creator.release();
+    } else {
+        try {
+            c->creator.reset();  // joins libzim's workers; drops queued items
+        } catch (...) {
+        }
     }
     if (c->started && !c->finished) {
         // libzim 8.1.1 writes to these and renames the first at the end.
         remove_tree(c->path + ".tmp");
         remove_tree(c->path + "_fulltext.idx.tmp");
         remove_tree(c->path + "_title.idx.tmp");
-        remove_tree(c->path + ".tmp_fulltext.idx");
-        remove_tree(c->path + ".tmp_title.idx");
+        if (c->written)  // complete but for data a worker failed to give
+            unlink(c->path.c_str());
     }
     delete c;
 }
