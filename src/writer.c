@@ -463,7 +463,8 @@ static PyObject *creator_new(PyTypeObject *tp, PyObject *args, PyObject *kwds) {
     if (!c)
         return NULL;
     c->st = st;
-    c->filename = PyObject_CallOneArg(st->pathlib_Path, filename);
+    PyObject *path_type = zc_lazy_import(&st->pathlib_Path, "pathlib", "Path");
+    c->filename = path_type ? PyObject_CallOneArg(path_type, filename) : NULL;
     c->lock = PyThread_allocate_lock();
     if (!c->filename || !c->lock) {
         if (!PyErr_Occurred())

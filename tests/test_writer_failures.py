@@ -15,6 +15,7 @@ import pytest
 
 from libzim import WriterError, writer
 from libzim.reader import Archive
+from conftest import INSTALLED, REPO_ROOT
 from test_reader_threads import fast_switching  # noqa: F401 (fixture)
 from writer_support import TextItem, html, leftovers, native_threads
 
@@ -60,9 +61,11 @@ def test_base_exception_in_block_leaves_nothing(tmp_path):
 
 def run_child(lines: list[str], cwd) -> subprocess.CompletedProcess:
     here = os.path.dirname(os.path.abspath(__file__))
+    # writer_support from here; libzim as the tests import it (conftest).
+    paths = [here] if INSTALLED else [str(REPO_ROOT), here]
     prelude = [
         "import sys",
-        f"sys.path[:0] = {[os.path.dirname(here), here]!r}",
+        f"sys.path[:0] = {paths!r}",
         "from libzim import writer",
         "from writer_support import TextItem",
     ]
