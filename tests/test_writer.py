@@ -433,3 +433,48 @@ def test_hints_only_hint_keys_count_for_items(tmp_path):
 
 def test_writer_error_is_a_runtime_error():
     assert issubclass(WriterError, RuntimeError)
+
+
+def test_100k_items_memory_stays_bounded(tmp_path):
+    """Items (and their providers) are released as libzim drops them: a
+    scraper's memory does not grow with the archive."""
+    n = 100_000
+    alive = {"now": 0, "max": 0}
+
+    def released():
+        alive["now"] -= 1
+
+    class Small(writer.Item):
+        def __init__(self, i):
+            super().__init__()
+            self.i = i
+
+        def get_path(self):
+            return f"e/{self.i}"
+
+        def get_title(self):
+            return ""
+
+        def get_mimetype(self):
+            return "text/plain"
+
+        def get_contentprovider(self):
+            return writer.StringProvider(b"%d" % self.i)
+
+        def get_hints(self):
+            return {}
+
+    with writer.Creator(tmp_path / "100k.zim").config_nbworkers(1) as c:
+        for i in range(n):
+            item = Small(i)
+            weakref.finalize(item, released)
+            alive["now"] += 1
+            c.add_item(item)
+            del item
+            alive["max"] = max(alive["max"], alive["now"])
+    assert alive["now"] == 0
+    assert alive["max"] < n // 10, alive
+    a = Archive(tmp_path / "100k.zim")
+    assert a.entry_count == n
+    for i in (0, 4321, n - 1):
+        assert content(a, f"e/{i}") == b"%d" % i

@@ -27,9 +27,10 @@ fi
 "$PY" -m pip install -q --disable-pip-version-check --no-build-isolation -e .
 
 # The reference python-libzim 3.13.1 from PyPI, in its own venv: it writes the
-# ZIM 6.3 archives (libzim 9) that tests/test_zim63.py reads, from this location.
+# ZIM 6.3 archives (libzim 9) that tests/test_zim63.py reads, from this location,
+# and tests/test_writer_oracle.py compares the writer with it.
 ORACLE=${LIBZIM_C_ORACLE_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/libzim-c/python-libzim-3.13.1}
-if ! "$ORACLE/bin/python" -c 'import libzim.writer, importlib.metadata as m; assert m.version("libzim") == "3.13.1"' \
+if ! "$ORACLE/bin/python" -I -c 'import libzim.writer, importlib.metadata as m; assert m.version("libzim") == "3.13.1"' \
         2>/dev/null; then
     echo "bootstrap: installing python-libzim 3.13.1 into $ORACLE" >&2
     "$PY" -m venv "$ORACLE"
