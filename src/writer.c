@@ -14,9 +14,6 @@
 #include <unistd.h>
 
 
-#define WRITER_ALIAS_NOTE                                                     \
-    "add_alias needs libzim >= 9.0 (Creator::addAlias); this build links libzim 8.1.1"
-
 typedef struct {
     PyObject_HEAD
     PyObject *ref;  /* bytes */
@@ -739,11 +736,22 @@ static PyObject *add_redirection(PyObject *self, PyObject *const *args, Py_ssize
 static PyObject *add_alias(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                            PyObject *kwnames) {
     static const char *const names[] = {"path", "title", "targetPath", "hints"};
+    CreatorObject *c = (CreatorObject *)self;
     PyObject *a[4];
-    if (zc_args("add_alias", args, nargs, kwnames, names, 4, 4, 4, a) < 0)
+    zs_entry_def def = {0};
+    zs_str target;
+    if (zc_args("add_alias", args, nargs, kwnames, names, 4, 4, 4, a) < 0 ||
+        str_arg(a[0], "path", &def.path) < 0 || str_arg(a[1], "title", &def.title) < 0 ||
+        str_arg(a[2], "targetPath", &target) < 0 || hints_arg(c->st, a[3], 0, &def) < 0)
         return NULL;
-    PyErr_SetString(((CreatorObject *)self)->st->NotSupportedError, WRITER_ALIAS_NOTE);
-    return NULL;
+    int rc;
+    zs_werror err;
+    CREATOR_CALL(c, rc, zs_creator_add_alias(c->h, &def, target, &err));
+    if (rc < 0 && err.unsupported) {
+        PyErr_SetString(c->st->NotSupportedError, err.msg);
+        return NULL;
+    }
+    return rc < 0 ? raise_werror(c, &err) : Py_NewRef(Py_None);
 }
 
 /* A getter's str result, kept alive in *keep while the shim uses it. */
@@ -919,8 +927,8 @@ static PyMethodDef creator_methods[] = {
      METH_FASTCALL | METH_KEYWORDS,
      "add_redirection($self, /, path, title, targetPath, hints)\n--\n\nAdds a redirect."},
     {"add_alias", (PyCFunction)(void (*)(void))add_alias, METH_FASTCALL | METH_KEYWORDS,
-     "add_alias($self, /, path, title, targetPath, hints)\n--\n\nNeeds libzim >= 9.0: "
-     "raises NotSupportedError."},
+     "add_alias($self, /, path, title, targetPath, hints)\n--\n\nA second path for an "
+     "entry (libzim >= 9.0; else raises NotSupportedError)."},
     {"__enter__", creator_enter, METH_NOARGS,
      "__enter__($self, /)\n--\n\nStarts writing (to a temporary file)."},
     {"__exit__", (PyCFunction)(void (*)(void))creator_exit, METH_FASTCALL | METH_KEYWORDS,
@@ -986,5 +994,5 @@ int zc_writer_init_types(PyObject *m, zc_state *st) {
         PyModule_AddObjectRef(m, "_Creator", (PyObject *)st->Creator) < 0 ||
         PyModule_AddFunctions(m, writer_functions) < 0)
         return -1;
-    return PyModule_AddStringConstant(m, "WRITER_ALIAS_NOTE", WRITER_ALIAS_NOTE);
+    return 0;
 }

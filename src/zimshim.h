@@ -304,6 +304,7 @@ typedef struct {
     int os_errno;
     int callback;             /* a Python callback failed (see ctx) */
     int duplicate;            /* libzim refused an existing path */
+    int unsupported;          /* the linked libzim lacks the feature */
     char msg[ZS_WMSG_MAX];
 } zs_werror;
 
@@ -330,6 +331,9 @@ int zs_creator_add_illustration(zs_creator *c, unsigned size, zs_str content,
                                 zs_werror *err);
 int zs_creator_add_redirection(zs_creator *c, const zs_entry_def *def, zs_str target,
                                zs_werror *err);
+/* libzim >= 9.0 only: else fails with err->unsupported set. */
+int zs_creator_add_alias(zs_creator *c, const zs_entry_def *def, zs_str target,
+                         zs_werror *err);
 /* Writes the archive and renames it into place. */
 int zs_creator_finish(zs_creator *c, zs_werror *err);
 /* Stops libzim's workers and removes everything a started, unfinished

@@ -6,6 +6,7 @@
 #include <zim/writer/contentProvider.h>
 #include <zim/writer/creator.h>
 #include <zim/writer/item.h>
+#include <zim/zim_config.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -265,7 +266,7 @@ void set_werror(zs_werror *err, zs_kind kind, const std::string &msg) {
 // libzim's duplicate-path message is kept as it is (several lines):
 // zimscraperlib recognises duplicates by matching it.
 void fill_werror(zs_werror *err) {
-    err->callback = err->duplicate = 0;
+    err->callback = err->duplicate = err->unsupported = 0;
     err->os_errno = 0;
     try {
         throw;
@@ -374,6 +375,23 @@ int creator_call(zs_creator *c, zs_werror *err, F &&f) {
     return rc;
 }
 
+// Creator::addAlias exists from libzim 9.0; LIBZIM_VERSION is a string the
+// preprocessor cannot compare, so overloading finds out (the int overload
+// wins where the call compiles).
+template <class C>
+auto add_alias(C &w, const std::string &path, const std::string &title,
+               const std::string &target, const zim::writer::Hints &hints, int)
+    -> decltype(w.addAlias(path, title, target, hints), bool()) {
+    w.addAlias(path, title, target, hints);
+    return true;
+}
+
+template <class C>
+bool add_alias(C &, const std::string &, const std::string &, const std::string &,
+               const zim::writer::Hints &, long) {
+    return false;
+}
+
 }  // namespace
 
 extern "C" {
@@ -460,6 +478,22 @@ int zs_creator_add_redirection(zs_creator *c, const zs_entry_def *def, zs_str ta
         c->creator->addRedirection(str(def->path), str(def->title), str(target),
                                    hints_of(def));
     });
+}
+
+int zs_creator_add_alias(zs_creator *c, const zs_entry_def *def, zs_str target,
+                         zs_werror *err) {
+    bool supported = true;
+    int rc = creator_call(c, err, [&] {
+        supported = add_alias(*c->creator, str(def->path), str(def->title), str(target),
+                              hints_of(def), 0);
+    });
+    if (rc == 0 && !supported) {
+        set_werror(err, ZS_ERR_ARG, "add_alias needs libzim >= 9.0 (Creator::addAlias); "
+                                    "this build links libzim " LIBZIM_VERSION);
+        err->unsupported = 1;
+        return -1;
+    }
+    return rc;
 }
 
 int zs_creator_finish(zs_creator *c, zs_werror *err) {
