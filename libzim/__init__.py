@@ -22,9 +22,21 @@ from libzim._libzim import (  # noqa: E402
     WriterError,
     ZimError,
 )
-from libzim import reader, search, suggestion, version, writer
+from libzim import reader, search, suggestion, version
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    # libzim.writer (enum, pathlib, datetime, typing, threading) costs more
+    # than the rest of `import libzim`; `import libzim.writer`, `from libzim
+    # import writer` and `libzim.writer` all still work, importing it then.
+    if name == "writer":
+        import importlib
+
+        return importlib.import_module("libzim.writer")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ArchiveError",
