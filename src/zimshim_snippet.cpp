@@ -244,6 +244,25 @@ const Entity *find_entity(const char *name, size_t len) {
     return nullptr;
 }
 
+// Byte classes for the HTML scanner's loops.
+enum : uint8_t { kAlnum = 1, kNameChar = 2, kSpace = 4, kAttrEnd = 8, kValueEnd = 16 };
+struct ByteClasses {
+    uint8_t c[256] = {};
+    ByteClasses() {
+        for (int b = 0; b < 256; b++) {
+            bool alnum = (b >= '0' && b <= '9') || (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z');
+            bool space = b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\f';
+            c[b] = (uint8_t)((alnum ? kAlnum : 0) |
+                             (alnum || b == '-' || b == ':' || b == '_' ? kNameChar : 0) |
+                             (space ? kSpace : 0) |
+                             (space || b == '=' || b == '>' || b == '/' ? kAttrEnd : 0) |
+                             (space || b == '>' ? kValueEnd : 0));
+        }
+    }
+};
+const ByteClasses kBytes;
+inline bool byte_is(char b, uint8_t cls) { return kBytes.c[(unsigned char)b] & cls; }
+
 bool is_alnum(unsigned char c) {
     return (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'z');
 }
@@ -922,40 +941,50 @@ constexpr uint64_t pack(const char *s, size_t n) {
     return v;
 }
 
+// An open-addressing table of the listed tag names, keyed by the packed name
+// and its length: one multiply and usually one probe per tag.
 struct Kinds {
     struct K {
-        uint64_t packed;
-        size_t n;
-        const char *name;
-        uint8_t kind;
+        uint64_t packed = 0;
+        size_t n = 0;
+        const char *name = nullptr;
+        uint8_t kind = 0;
     };
-    std::vector<K> by_len[16];
+    K slots[256];
+    static size_t hash(uint64_t v, size_t n) {
+        return (size_t)(((v ^ n) * 0x9E3779B97F4A7C15ull) >> 56);
+    }
+    K *find(uint64_t v, size_t n, const char *name) {
+        for (size_t h = hash(v, n);; h = (h + 1) & 255) {
+            K &k = slots[h];
+            if (!k.name || (k.packed == v && k.n == n && std::memcmp(k.name, name, n) == 0))
+                return &k;
+        }
+    }
     Kinds() {
         const std::pair<const char *const *, uint8_t> lists[] = {
             {kRawText, kRaw}, {kSkipped, kSkip}, {kVoid, kVoidEl}, {kInline, kInlineEl}};
         for (const auto &l : lists)
             for (const char *const *n = l.first; *n; n++) {
                 size_t len = std::strlen(*n);
-                auto &v = by_len[len & 15];
-                auto it = std::find_if(v.begin(), v.end(),
-                                       [&](const K &k) { return std::strcmp(k.name, *n) == 0; });
-                if (it != v.end())
-                    it->kind |= l.second;
-                else
-                    v.push_back(K{pack(*n, len), len, *n, l.second});
+                K *k = find(pack(*n, len), len, *n);
+                *k = K{pack(*n, len), len, *n, (uint8_t)(k->kind | l.second)};
             }
     }
 };
+const Kinds kKinds;
 
 uint8_t tag_kind(const char *name, size_t n) {
-    static const Kinds kinds;
     if (n == 0 || n > 15)
         return 0;
     uint64_t v = pack(name, n);
-    for (const Kinds::K &k : kinds.by_len[n])
-        if (k.packed == v && (n <= 8 || std::memcmp(k.name, name, n) == 0))
+    for (size_t h = Kinds::hash(v, n);; h = (h + 1) & 255) {
+        const Kinds::K &k = kKinds.slots[h];
+        if (!k.name)
+            return 0;
+        if (k.packed == v && k.n == n && (n <= 8 || std::memcmp(k.name, name, n) == 0))
             return k.kind;
-    return 0;
+    }
 }
 
 using Words = std::unordered_set<std::string>;
@@ -1075,9 +1104,7 @@ class Scanner {
         }
     }
 
-    static bool name_char(char c) {
-        return is_alnum((unsigned char)c) || c == '-' || c == ':' || c == '_';
-    }
+    static bool name_char(char c) { return byte_is(c, kNameChar); }
 
     // At '<': a comment, a declaration, an end tag, a start tag or a literal.
     void tag() {
@@ -1139,8 +1166,7 @@ class Scanner {
     // Reads attributes up to the end of the tag; returns what follows it.
     const char *attributes(const char *p, Attrs *at) {
         for (;;) {
-            while (p < end_ && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' ||
-                                *p == '\f' || *p == '/')) {
+            while (p < end_ && (byte_is(*p, kSpace) || *p == '/')) {
                 if (*p == '/' && p + 1 < end_ && p[1] == '>')
                     at->self_closing = true;
                 p++;
@@ -1150,18 +1176,17 @@ class Scanner {
             if (*p == '>')
                 return p + 1;
             const char *an = p;
-            while (p < end_ && *p != '=' && *p != '>' && *p != '/' && *p != ' ' &&
-                   *p != '\t' && *p != '\n' && *p != '\r' && *p != '\f')
+            while (p < end_ && !byte_is(*p, kAttrEnd))
                 p++;
             Span name{an, (size_t)(p - an)};
             if (p == an)
                 p++;  // a stray '=': skip it
-            while (p < end_ && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+            while (p < end_ && byte_is(*p, kSpace))
                 p++;
             Span value;
             if (p < end_ && *p == '=' && name.n) {
                 p++;
-                while (p < end_ && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+                while (p < end_ && byte_is(*p, kSpace))
                     p++;
                 if (p < end_ && (*p == '"' || *p == '\'')) {
                     const char *q = (const char *)std::memchr(p + 1, *p, (size_t)(end_ - p - 1));
@@ -1171,8 +1196,7 @@ class Scanner {
                     p = q + 1;
                 } else {
                     const char *v = p;
-                    while (p < end_ && *p != '>' && *p != ' ' && *p != '\t' && *p != '\n' &&
-                           *p != '\r')
+                    while (p < end_ && !byte_is(*p, kValueEnd))
                         p++;
                     value = Span{v, (size_t)(p - v)};
                 }
