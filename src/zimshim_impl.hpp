@@ -16,7 +16,9 @@
 #include <zim/item.h>
 
 #include <memory>
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace zs_impl {
@@ -57,6 +59,22 @@ struct ArchiveCopy {
     std::shared_ptr<OpenFile> file;
     zim::Archive a;
 };
+
+// Item::getDirectAccessInformation() returns std::pair<filename, offset> in libzim
+// 8.1.1 (Debian 12) and 9.2.3 (Debian 13), a zim::ItemDataDirectAccessInfo
+// {filename, offset} in later 9.x (9.7 in Debian sid, 9.8 in python-libzim's
+// wheels). libzim's only version macro, LIBZIM_VERSION (zim/zim_config.h), is a
+// string the preprocessor cannot compare, so overloading picks the shape: the exact
+// pair match wins where it exists, the template takes the struct.
+using direct_access = std::pair<std::string, uint64_t>;
+
+inline direct_access as_direct_access(const std::pair<std::string, zim::offset_type> &d) {
+    return {d.first, d.second};
+}
+
+template <class Info> direct_access as_direct_access(const Info &d) {
+    return {d.filename, d.offset};
+}
 
 }  // namespace zs_impl
 

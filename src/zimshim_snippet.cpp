@@ -1402,7 +1402,7 @@ IndexLanguage index_language(const zim::Archive &a) {
     }
     bool found = item != nullptr;
     if (found) {
-        zim::Item::DirectAccessInfo where = item->getDirectAccessInformation();
+        zs_impl::direct_access where = zs_impl::as_direct_access(item->getDirectAccessInformation());
         int fd = where.first.empty() ? -1 : ::open(where.first.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd >= 0 && ::lseek(fd, (off_t)where.second, SEEK_SET) >= 0) {
             try {
