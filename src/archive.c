@@ -669,7 +669,7 @@ static void give_back(ArchiveObject *a, zs_archive *c, int how) {
     }
     if (how == SHARED_OWN)
         return;
-    if (!atomic_load(&a->guard.closed)) {
+    if (!zc_guard_closed(&a->guard)) {
         for (int i = 0; i < ZC_SPARES; i++) {
             zs_archive *expected = NULL;
             if (atomic_compare_exchange_strong(&a->spare[i], &expected, c))
@@ -998,7 +998,7 @@ static PyObject *a_close(PyObject *self, PyObject *noargs) {
     if (atomic_load(&ARCHIVE(self)->guard.handle))
         NOGIL(zc_guard_close(&ARCHIVE(self)->guard, free_archive));
     else
-        atomic_store(&ARCHIVE(self)->guard.closed, 1);
+        zc_guard_close(&ARCHIVE(self)->guard, free_archive);  /* frees nothing */
     NOGIL(drop_spares(ARCHIVE(self)));
     Py_RETURN_NONE;
 }
@@ -1021,7 +1021,7 @@ static PyObject *a_exit(PyObject *self, PyObject *args) {
  * so that use after close() is uniformly an error. */
 static ArchiveObject *open_or_raise(PyObject *self) {
     ArchiveObject *a = ARCHIVE(self);
-    if (!atomic_load(&a->guard.handle) || atomic_load(&a->guard.closed)) {
+    if (zc_guard_closed(&a->guard)) {
         zc_raise_closed(zc_state_of(self), "archive", a->name);
         return NULL;
     }
@@ -1139,7 +1139,7 @@ static PyObject *a_range(PyObject *self, void *c) {
 static PyObject *a_closed(PyObject *self, void *c) {
     (void)c;
     ArchiveObject *a = ARCHIVE(self);
-    return PyBool_FromLong(!atomic_load(&a->guard.handle) || atomic_load(&a->guard.closed));
+    return PyBool_FromLong(zc_guard_closed(&a->guard));
 }
 
 static int a_set_dirent_cache_max_size(PyObject *self, PyObject *value, void *c) {

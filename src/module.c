@@ -103,6 +103,13 @@ static PyObject *snippet_hook(PyObject *m, PyObject *const *args, Py_ssize_t nar
     return r;
 }
 
+static long set_guard_pause(long us) { return atomic_exchange(&zc_guard_pause_us, us); }
+
+static PyObject *test_guard_pause(PyObject *m, PyObject *arg) {
+    (void)m;
+    return set_hook(arg, set_guard_pause);
+}
+
 static PyMethodDef module_methods[] = {
     {"_versions", versions, METH_NOARGS, "[(library, version), ...] as libzim reports them."},
     {"get_cluster_cache_max_size", not_supported, METH_NOARGS,
@@ -121,6 +128,9 @@ static PyMethodDef module_methods[] = {
      "_snippet(html, query, language, /)\n--\n\n"
      "Testing only: libzim-c's snippet of an HTML document (bytes) for a query, stemmed for "
      "an index language such as 'eng' ('' for none)."},
+    {"_test_guard_pause", test_guard_pause, METH_O,
+     "Testing only: taking a use of an archive sleeps this many microseconds between reading its "
+     "state and counting the use. Returns the previous value."},
     {NULL, NULL, 0, NULL},
 };
 

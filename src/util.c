@@ -126,3 +126,12 @@ PyObject *zc_lazy_import(PyObject **slot, const char *module, const char *attr) 
     }
     return v;
 }
+
+atomic_long zc_guard_pause_us = 0;
+
+void zc_guard_pause(void) {
+    long us = atomic_load(&zc_guard_pause_us);
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    if (us > 0)
+        NOGIL(nanosleep(&ts, NULL));
+}

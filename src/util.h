@@ -67,27 +67,51 @@ static inline PyObject *zc_str(zs_str s) {
  * that close() from another thread never frees it under them: close() marks
  * the guard closed and the last user out frees the handle.  Atomics, not
  * the GIL, make this correct, so it also holds without a GIL.
+ *
+ * One word holds both the closed flag (bit 0) and the number of users (the
+ * rest, in steps of ZC_GUARD_USER), so that every step sees both at once.
+ * enter() adds a user only by a compare-and-swap from a value whose closed
+ * bit is clear: once close() has set the bit the count can only fall, so it
+ * reaches zero exactly once after close(), and exactly one party sees that:
+ * close() itself (the bit set on a count of zero) or the leave() that takes
+ * the last user away from a closed guard (the word was ZC_GUARD_USER|closed).
+ * That one frees the handle.  With separate words (users, then closed), a
+ * use counted just before close() read the count and dropped just after,
+ * on finding the guard closed, was a use that freed nothing: nobody did.
  */
+#define ZC_GUARD_CLOSED 1L
+#define ZC_GUARD_USER 2L
 typedef struct {
     _Atomic(void *) handle;
-    atomic_long users;
-    atomic_int closed;
+    atomic_long state;
 } zc_guard;
 
+/* Testing hook: while nonzero, enter() sleeps that many microseconds (GIL
+ * released) between reading the state and taking its use, so that tests can
+ * land a close() in that window (libzim._libzim._test_guard_pause). */
+extern atomic_long zc_guard_pause_us;
+void zc_guard_pause(void);
+
+/* Must be called with the GIL held (the testing pause releases it). */
 static inline void *zc_guard_enter(zc_guard *g) {
-    atomic_fetch_add(&g->users, 1);
-    if (atomic_load(&g->closed)) {
-        atomic_fetch_sub(&g->users, 1);
-        return NULL;
+    long s = atomic_load(&g->state);
+    for (;;) {
+        if (s & ZC_GUARD_CLOSED)
+            return NULL;
+        if (atomic_load_explicit(&zc_guard_pause_us, memory_order_relaxed))
+            zc_guard_pause();
+        /* On failure s is reloaded: a close() meanwhile is seen above. */
+        if (atomic_compare_exchange_weak(&g->state, &s, s + ZC_GUARD_USER))
+            break;
     }
     void *h = atomic_load(&g->handle);
-    if (!h)
-        atomic_fetch_sub(&g->users, 1);
+    if (!h)  /* not opened yet: nothing to free either way */
+        atomic_fetch_sub(&g->state, ZC_GUARD_USER);
     return h;
 }
 
 static inline void zc_guard_leave(zc_guard *g, void (*free_fn)(void *)) {
-    if (atomic_fetch_sub(&g->users, 1) == 1 && atomic_load(&g->closed)) {
+    if (atomic_fetch_sub(&g->state, ZC_GUARD_USER) == (ZC_GUARD_USER | ZC_GUARD_CLOSED)) {
         void *h = atomic_exchange(&g->handle, NULL);
         if (h)
             free_fn(h);
@@ -95,12 +119,15 @@ static inline void zc_guard_leave(zc_guard *g, void (*free_fn)(void *)) {
 }
 
 static inline void zc_guard_close(zc_guard *g, void (*free_fn)(void *)) {
-    atomic_store(&g->closed, 1);
-    if (atomic_load(&g->users) == 0) {
+    if (atomic_fetch_or(&g->state, ZC_GUARD_CLOSED) == 0) {
         void *h = atomic_exchange(&g->handle, NULL);
         if (h)
             free_fn(h);
     }
+}
+
+static inline int zc_guard_closed(zc_guard *g) {
+    return (atomic_load(&g->state) & ZC_GUARD_CLOSED) || !atomic_load(&g->handle);
 }
 
 /*
