@@ -119,8 +119,15 @@ void zc_plain_dealloc(PyObject *self) {
 }
 
 static PyObject *query_repr(PyObject *self) {
-    QueryObject *q = (QueryObject *)self;
-    return PyUnicode_FromFormat("Query(%R)", q->text ? q->text : Py_None);
+    /* A reference taken in the section set_query() swaps the text in: the
+     * old text may be freed the moment it is swapped out. */
+    PyObject *text;
+    ZC_BEGIN_CS(self);
+    text = Py_XNewRef(((QueryObject *)self)->text);
+    ZC_END_CS();
+    PyObject *r = PyUnicode_FromFormat("Query(%R)", text ? text : Py_None);
+    Py_XDECREF(text);
+    return r;
 }
 
 static PyMethodDef query_methods[] = {
@@ -419,6 +426,10 @@ SearcherObject *zc_searcher_init(PyObject *self, zs_search_kind kind, PyObject *
         PyErr_SetString(PyExc_RuntimeError, "searcher already initialised");
         return NULL;
     }
+    if (!s->add_lock && !(s->add_lock = PyThread_allocate_lock())) {
+        PyErr_NoMemory();
+        return NULL;
+    }
     PyObject *list = archive_list(st, archives);
     if (!list)
         return NULL;
@@ -483,6 +494,8 @@ void zc_searcher_dealloc(PyObject *self) {
     if (s->weakreflist)
         PyObject_ClearWeakRefs(self);
     free_searcher(s);
+    if (s->add_lock)
+        PyThread_free_lock(s->add_lock);
     zc_searcher_clear(self);
     tp->tp_free(self);
     Py_DECREF(tp);
@@ -506,22 +519,31 @@ static PyObject *searcher_add_archive(PyObject *self, PyObject *archive) {
     if (!a)
         return NULL;
     PyObject *has = PyObject_GetAttrString(archive, "has_fulltext_index");
+    if (!has) {
+        zc_archive_leave(archive);
+        return NULL;
+    }
+    /* Results name their archive by its position in the pool, so the pool
+     * and the list must grow in the same order: one adder at a time.  The
+     * list grows first, so that a search racing this call never gets a
+     * position the list does not have yet. */
     zs_error err;
     int rc = -1;
-    if (has)
+    ZC_LOCK(s->add_lock);
+    Py_ssize_t n = PyList_Size(s->archives);
+    if (PyList_Append(s->archives, archive) == 0) {
         NOGIL(rc = zs_searcher_add_archive(s->h, a, &err));
-    zc_archive_leave(archive);
-    if (!has)
-        return NULL;
-    if (rc < 0) {
-        Py_DECREF(has);
-        return zc_raise(st, &err, zc_archive_name(archive));
+        if (rc < 0) {
+            if (PyList_SetSlice(s->archives, n, n + 1, NULL) == 0)  /* shrinking: no failure */
+                zc_raise(st, &err, zc_archive_name(archive));
+        } else {
+            atomic_fetch_add(&s->indexed, has == Py_True);
+        }
     }
-    atomic_fetch_add(&s->indexed, has == Py_True);
+    ZC_UNLOCK(s->add_lock);
+    zc_archive_leave(archive);
     Py_DECREF(has);
-    if (PyList_Append(s->archives, archive) < 0)
-        return NULL;
-    return Py_NewRef(self);
+    return rc < 0 ? NULL : Py_NewRef(self);
 }
 
 SearchObject *zc_search_new(PyTypeObject *tp, SearcherObject *searcher, PyObject *text,
@@ -593,7 +615,13 @@ ZC_KEYWORD_ARG(searcher_search, "search", "query")
 static PyObject *searcher_archives(PyObject *self, void *c) {
     (void)c;
     PyObject *a = ((SearcherObject *)self)->archives;
-    return a ? PyList_AsTuple(a) : PyTuple_New(0);
+    if (!a)
+        return PyTuple_New(0);
+    PyObject *t;
+    ZC_BEGIN_CS(a);  /* add_archive() may be appending */
+    t = PyList_AsTuple(a);
+    ZC_END_CS();
+    return t;
 }
 
 static PyObject *searcher_pool_size(PyObject *self, void *c) {

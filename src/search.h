@@ -14,6 +14,7 @@ typedef struct {
     zs_searcher *h;
     PyObject *archives;  /* list of Archive, in the pool's order */
     atomic_int indexed;  /* how many archives have a full-text index */
+    PyThread_type_lock add_lock;  /* one add_archive() at a time */
     PyObject *weakreflist;
 } SearcherObject;
 
