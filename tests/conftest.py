@@ -81,6 +81,16 @@ def per_libzim(*, libzim8: _T, libzim9: _T) -> _T:
     pytest.fail(f"no expectation measured for libzim {LIBZIM_VERSION} (only 8.1.1 and 9.2.3)")
 
 
+# The GIL-progress tests measure how far another Python thread gets while a
+# native call runs, against a call that holds the GIL. A free-threaded build
+# (3.13t with the GIL off) has no GIL to hold or release: every thread always
+# runs, so those measures say nothing there.
+FREE_THREADED = not getattr(sys, "_is_gil_enabled", lambda: True)()
+gil_only = pytest.mark.skipif(
+    FREE_THREADED,
+    reason="free-threaded build (sys._is_gil_enabled() is False): no GIL whose release to measure",
+)
+
 SCHEMES = ("nons", "withns")
 WIKIBOOKS = "wikibooks_be_all_nopic_2017-02.zim"
 WIKIBOOKS_SPLIT = "wikibooks_be_all_nopic_2017-02_splitted.zim"

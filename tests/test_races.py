@@ -116,12 +116,15 @@ def test_add_archive_from_two_threads_keeps_results_named_right(zim_a, zim_b, py
             while not stop.is_set():
                 sum(range(100))
 
+        finished = []
+
         def adder(archive):
             def run():
                 try:
                     s.add_archive(archive)
                 finally:
-                    if len(s.archives) == 3:
+                    finished.append(archive)
+                    if len(finished) == 2:
                         stop.set()
             return run
 
@@ -143,15 +146,20 @@ def test_archives_seen_while_adding_are_a_prefix(zim_a, zim_b, pydoc_zim):
         while not done.is_set():
             seen.append(s.archives)
 
+    finished = []
+
     def adder(archive):
         def run():
-            with native_delay(2000):
+            try:
                 s.add_archive(archive)
-            if len(s.archives) == 3:
-                done.set()
+            finally:
+                finished.append(archive)
+                if len(finished) == 2:
+                    done.set()
         return run
 
-    run_threads([adder(zim_b), adder(pydoc_zim), reader])
+    with native_delay(2000):
+        run_threads([adder(zim_b), adder(pydoc_zim), reader])
     final = s.archives
     assert len(final) == 3
     for t in seen:

@@ -13,7 +13,7 @@ import pytest
 import libzim
 from libzim.reader import Archive
 
-from conftest import SUITE, WIKIBOOKS, read_every_entry
+from conftest import SUITE, WIKIBOOKS, gil_only, read_every_entry
 
 FILES = [SUITE / s / n for s in ("nons", "withns") for n in ("small.zim", WIKIBOOKS)]
 
@@ -191,6 +191,7 @@ def _measure_gil_release(label, native_call):
     assert native[0] >= 5 * held[0], f"{label}: no more progress than with the GIL held"
 
 
+@gil_only
 def test_gil_released_while_opening(big_zim, fast_switching):
     """Opening takes under a millisecond here, too short to tell a released
     GIL from the hand-over around a call. The shim's test delay stretches the
@@ -213,6 +214,7 @@ def test_gil_released_while_opening(big_zim, fast_switching):
     assert native[0] >= 5 * held[0], "open: no more progress than with the GIL held"
 
 
+@gil_only
 def test_gil_released_during_check(big_zim, fast_switching):
     a = Archive(big_zim)
     assert a.filesize > 10_000_000
@@ -220,6 +222,7 @@ def test_gil_released_during_check(big_zim, fast_switching):
     a.close()
 
 
+@gil_only
 def test_gil_released_reading_large_content(big_zim, fast_switching):
     # A fresh archive each time, or libzim's cluster cache answers instantly.
     def call():
@@ -320,6 +323,7 @@ def test_close_while_other_threads_read(reference):
     assert want  # reference was non-empty
 
 
+@gil_only
 def test_lookups_release_the_gil_once_they_turn_slow(fast_switching):
     """Cached lookups keep the GIL (handing it over around a microsecond call
     costs the caller a switch interval when another thread runs Python); once

@@ -19,6 +19,7 @@ from libzim.reader import Archive
 from libzim.search import Searcher
 from libzim.suggestion import SuggestionSearcher
 from search_fixtures import *  # noqa: F401,F403
+from conftest import gil_only
 from search_fixtures import PYDOC_QUERIES, SMALL_QUERIES, WIKIBOOKS_ZIM, result_rows
 
 WORKERS = 4
@@ -199,6 +200,7 @@ def _counter_rate(work) -> tuple[int, float]:
     return c1 - c0, dt
 
 
+@gil_only
 def test_gil_released_during_snippet_generation(pydoc_zim):
     search = Searcher(pydoc_zim).search("dictionary")
     first = search.get_results(0, 50, include_snippets=True)  # warm caches
