@@ -179,13 +179,16 @@ def fresh(word: str) -> str:
 
 def test_query_text_set_while_read(zim_a):
     """set_query() and __init__ replace (and free) the text while other
-    threads repr() it, read .query and search with the Query."""
+    threads repr() it, read .query and search with the Query.  With a GIL
+    repr() cannot interleave with the swap; on the free-threaded build, with
+    repr() reading the text outside the swap's critical section, 5 of 8 runs
+    failed (a repr of freed memory reused by another string, "Query('gle')")."""
     s = Searcher(zim_a)
     want = {w: paths_of(s.search(w)) for w in WORDS}
     assert len({frozenset(v) for v in want.values()}) == len(WORDS)
     valid_reprs = {f"Query({w!r})" for w in WORDS}
     q = Query(fresh(WORDS[0]))
-    rounds = 3000
+    rounds = 200000
 
     def mutator(k):
         def run():
@@ -204,7 +207,7 @@ def test_query_text_set_while_read(zim_a):
             assert q.query in WORDS
 
     def searcher():
-        for _ in range(rounds // 30):
+        for _ in range(100):
             got = paths_of(s.search(q))
             assert got in want.values(), got
 
