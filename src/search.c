@@ -617,11 +617,27 @@ static PyObject *searcher_archives(PyObject *self, void *c) {
     PyObject *a = ((SearcherObject *)self)->archives;
     if (!a)
         return PyTuple_New(0);
-    PyObject *t;
-    ZC_BEGIN_CS(a);  /* add_archive() may be appending */
-    t = PyList_AsTuple(a);
-    ZC_END_CS();
-    return t;
+    /* Not PyList_AsTuple(): it takes the list's item array and then
+     * allocates the tuple, and an allocation can run the garbage collector,
+     * whose finalizers may release the GIL (a __del__ that sleeps, a
+     * dealloc that closes a file) and let add_archive() grow, and so move,
+     * that array: the copy read freed memory.  Allocate first; check and
+     * copy with no allocation in between. */
+    for (;;) {
+        Py_ssize_t n = PyList_Size(a);
+        PyObject *t = PyTuple_New(n);
+        if (!t)
+            return NULL;
+        int same;
+        ZC_BEGIN_CS(a);
+        same = PyList_GET_SIZE(a) == n;
+        for (Py_ssize_t i = 0; same && i < n; i++)
+            PyTuple_SET_ITEM(t, i, Py_NewRef(PyList_GET_ITEM(a, i)));
+        ZC_END_CS();
+        if (same)
+            return t;
+        Py_DECREF(t);  /* still all NULL */
+    }
 }
 
 static PyObject *searcher_pool_size(PyObject *self, void *c) {
@@ -797,11 +813,13 @@ PyObject *zc_search_page(SearchObject *self, PyTypeObject *set_type, PyTypeObjec
             ResultObject *r = PyObject_GC_New(ResultObject, result_type);
             obj = (PyObject *)r;
             if (r) {
+                /* Read before anything that could run the collector (and so,
+                 * through a finalizer, another thread's add_archive()). */
                 int ai = archive_index_of(owner, res->archive);
+                r->archive = Py_NewRef(ai >= 0 ? PyList_GET_ITEM(owner->archives, ai) : Py_None);
                 r->path = zc_str(res->path);
                 r->title = zc_str(res->title);
                 r->snippet = zc_str(res->snippet);
-                r->archive = Py_NewRef(ai >= 0 ? PyList_GET_ITEM(owner->archives, ai) : Py_None);
                 r->score = res->score;
                 r->word_count = res->word_count;
                 PyObject_GC_Track(r);

@@ -166,6 +166,55 @@ def test_archives_seen_while_adding_are_a_prefix(zim_a, zim_b, pydoc_zim):
         assert t == final[: len(t)], (t, final)
 
 
+class SlowFinalizer:
+    """Cyclic garbage whose __del__ sleeps: the collector runs it inside
+    whatever allocation triggered it, and the sleep lets other threads run
+    right there."""
+
+    def __init__(self):
+        self.me = self
+
+    def __del__(self):
+        time.sleep(0.0002)
+
+
+def test_archives_read_while_a_finalizer_lets_add_archive_run(zim_a, zim_b):
+    """Searcher.archives took the list's item array, then allocated the
+    tuple; a collection in that allocation ran a sleeping __del__, another
+    thread's add_archive() grew (moved) the array, and the copy read freed
+    memory: a segfault in each of 3 runs before the fix.  (It is also what
+    crashed the suite twice in test_archives_seen_while_adding_are_a_prefix.)"""
+    import gc
+
+    old = gc.get_threshold()
+    gc.set_threshold(1)  # a collection in every other allocation of a tracked object
+    try:
+        for _ in range(10):
+            s = Searcher(zim_a)
+            done = threading.Event()
+            bad: list[str] = []
+
+            def reader():
+                while not done.is_set():
+                    SlowFinalizer()
+                    for x in s.archives:
+                        if x is not zim_a and x is not zim_b:
+                            bad.append(type(x).__name__)
+
+            def adder():
+                try:
+                    for _ in range(300):
+                        s.add_archive(zim_b)
+                finally:
+                    done.set()
+
+            run_threads([reader, adder])
+            assert not bad, bad[:5]
+            assert len(s.archives) == 301
+    finally:
+        gc.set_threshold(*old)
+
+
 # ---- Query --------------------------------------------------------------------
 
 

@@ -92,6 +92,10 @@ libstdcxx=$(readlink -f "$(gcc -print-file-name=libstdc++.so)")
 export LD_PRELOAD="$libasan $libstdcxx"
 export ASAN_OPTIONS="log_path=$logs/asan:detect_leaks=0:abort_on_error=0:strict_init_order=1:detect_stack_use_after_return=0:handle_segv=1"
 export UBSAN_OPTIONS="log_path=$logs/ubsan:print_stacktrace=1:halt_on_error=0"
+# Every Python allocation through malloc, so that ASan sees Python's memory
+# too: a read of a freed object or of a list's moved item array is reported,
+# not served silently from pymalloc's pools.
+export PYTHONMALLOC=malloc
 # Children (python -m libzim, python -c) import this build, not the editable one.
 export PYTHONPATH=$copy
 export PYTHONFAULTHANDLER=1
@@ -125,12 +129,12 @@ fi
 rm -f "$logs"/*
 
 # Leak checks run mid-run (tools/leakcheck.py), not at exit, where CPython
-# leaves much allocated on purpose; PYTHONMALLOC=malloc lets LeakSanitizer
-# see the pointers Python objects hold.  Its own reports go to their own
+# leaves much allocated on purpose; PYTHONMALLOC=malloc (above) lets
+# LeakSanitizer see the pointers Python objects hold.  Its own reports go to their own
 # directory: leakcheck compares them, they are not failures by themselves.
 lsan_check() {
     (export ASAN_OPTIONS="${ASAN_OPTIONS/detect_leaks=0/detect_leaks=1}" \
-        LSAN_OPTIONS="leak_check_at_exit=0" PYTHONMALLOC=malloc LEAKCHECK_REPORTS=$work/leak
+        LSAN_OPTIONS="leak_check_at_exit=0" LEAKCHECK_REPORTS=$work/leak
      mkdir -p "$LEAKCHECK_REPORTS"
      "$PYEXE" tools/leakcheck.py "$@")
 }
