@@ -491,3 +491,38 @@ def test_100k_items_memory_stays_bounded(tmp_path):
     assert a.entry_count == n
     for i in (0, 4321, n - 1):
         assert content(a, f"e/{i}") == b"%d" % i
+
+
+def test_fed_bytes_live_until_libzim_is_done(tmp_path):
+    """feed() returns fresh Blobs it keeps no reference to, and other Python
+    code allocates meanwhile: libzim must still read each blob's own bytes
+    (python-libzim had a use-after-free here)."""
+    chunks = [hashlib.sha512(b"%d" % i).digest() * 4096 for i in range(12)]  # 256 KiB each
+
+    class Fresh(writer.ContentProvider):
+        def __init__(self):
+            super().__init__()
+            self.i = 0
+
+        def get_size(self):
+            return sum(map(len, chunks))
+
+        def feed(self):
+            if self.i == len(chunks):
+                return writer.Blob(b"")
+            data = bytes(bytearray(chunks[self.i]))  # a new object, referenced only by the Blob
+            self.i += 1
+            junk = [bytes(len(data)) for _ in range(3)]  # reuse of freed memory shows up
+            del junk
+            return writer.Blob(data)
+
+    class I(TextItem):
+        def get_contentprovider(self):
+            return Fresh()
+
+    with writer.Creator(tmp_path / "f.zim").config_nbworkers(2) as c:
+        for k in range(4):
+            c.add_item(I(f"f{k}", "F", None, "application/octet-stream"))
+    a = Archive(tmp_path / "f.zim")
+    for k in range(4):
+        assert content(a, f"f{k}") == b"".join(chunks)
