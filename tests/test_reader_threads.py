@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -13,6 +12,7 @@ import pytest
 import libzim
 from libzim.reader import Archive
 
+from gilprobe import DELAY_US, assert_releases_gil, held_fractions
 from conftest import SUITE, WIKIBOOKS, gil_only, read_every_entry
 
 FILES = [SUITE / s / n for s in ("nons", "withns") for n in ("small.zim", WIKIBOOKS)]
@@ -82,153 +82,31 @@ def test_threads_share_one_iterator(method):
 # ---- GIL progress ----------------------------------------------------------------
 
 
-def _progress_during(call, min_total=0.4, min_calls=3):
-    """Counter advance per second *inside* `call`, measured around each call.
-
-    A Python thread spins on a counter. Around each call the main thread reads
-    the counter just before and just after: with the GIL held for the whole
-    call the counter cannot move in between; released, it runs freely.
-    """
-    state = {"n": 0, "stop": False}
-    started = threading.Event()
-
-    def spin():
-        started.set()
-        while not state["stop"]:
-            state["n"] += 1
-
-    t = threading.Thread(target=spin)
-    t.start()
-    started.wait()
-    time.sleep(0.01)
-    advance = 0
-    inside = 0.0
-    calls = 0
-    try:
-        while inside < min_total or calls < min_calls:
-            c0 = state["n"]
-            t0 = time.perf_counter()
-            call()
-            t1 = time.perf_counter()
-            c1 = state["n"]
-            advance += c1 - c0
-            inside += t1 - t0
-            calls += 1
-    finally:
-        state["stop"] = True
-        t.join()
-    return advance / inside, advance, inside, calls
-
-
-def _python_busy_loop(seconds):
-    def call():
-        end = time.perf_counter() + seconds
-        x = 0
-        while time.perf_counter() < end:
-            x += 1
-    return call
-
-
-def _gil_holding_call(seconds):
-    """A C call that never releases the GIL, calibrated to last ~seconds."""
-    n = 100_000
-    while True:
-        t0 = time.perf_counter()
-        sum(range(n))
-        if time.perf_counter() - t0 >= seconds / 4 or n > 10**9:
-            break
-        n *= 2
-    n = int(n * seconds / max(time.perf_counter() - t0, 1e-6))
-    return lambda: sum(range(n))
-
-
-def _per_call(call, reps=3):
-    best = float("inf")
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        call()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
-# Short, so that the GIL hand-over at each call's boundaries is small next to
-# the call itself (a GIL-holding call leaks about one interval per call).
-SWITCH_INTERVAL = 0.00005
-
-
-@pytest.fixture
-def fast_switching():
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(SWITCH_INTERVAL)
-    yield
-    sys.setswitchinterval(old)
-
-
-def _assert_gil_released(label, native_call, attempts=3):
-    # Other processes competing for the two cores can starve the counter
-    # thread during one window and not the other; a binding that holds the
-    # GIL fails every attempt, a loaded machine rarely fails three in a row.
-    for attempt in range(attempts):
-        try:
-            return _measure_gil_release(label, native_call)
-        except AssertionError:
-            if attempt == attempts - 1:
-                raise
-
-
-def _measure_gil_release(label, native_call):
-    per_call = _per_call(native_call)
-    native = _progress_during(native_call)
-    held = _progress_during(_gil_holding_call(max(per_call, 0.002)))
-    busy = _progress_during(_python_busy_loop(max(per_call, 0.002)))
-    print(
-        f"\nGIL progress [{label}]: native call {per_call * 1e3:.2f} ms; counter/s inside "
-        f"native={native[0]:,.0f} (advance {native[1]:,} over {native[2]:.2f} s, {native[3]} calls), "
-        f"GIL-holding C call={held[0]:,.0f}, pure-Python busy loop={busy[0]:,.0f}; "
-        f"native/held={native[0] / max(held[0], 1):.1f}x, native/busy={native[0] / max(busy[0], 1):.2f}x"
-    )
-    assert native[1] >= 100_000, f"{label}: the counter barely moved during the native call"
-    assert native[0] >= 5 * held[0], f"{label}: no more progress than with the GIL held"
+@gil_only
+def test_gil_released_while_opening(big_zim):
+    """Opening takes under a millisecond here; the shim's test delay stretches
+    it to 200 ms, through which another thread must run."""
+    assert_releases_gil("open", lambda _: Archive(big_zim))
 
 
 @gil_only
-def test_gil_released_while_opening(big_zim, fast_switching):
-    """Opening takes under a millisecond here, too short to tell a released
-    GIL from the hand-over around a call. The shim's test delay stretches the
-    native part of every call to 100 ms: released, the counter runs through
-    it; held, it would stand still for those 100 ms."""
-    from libzim import _libzim
-
-    previous = _libzim._test_delay(100_000)
-    try:
-        native = _progress_during(lambda: Archive(big_zim), min_total=0.3, min_calls=3)
-    finally:
-        _libzim._test_delay(previous)
-    held = _progress_during(_gil_holding_call(0.1), min_total=0.3, min_calls=3)
-    print(
-        f"\nGIL progress [open, stretched to 100 ms]: counter/s inside native={native[0]:,.0f} "
-        f"(advance {native[1]:,} over {native[2]:.2f} s), GIL-holding C call={held[0]:,.0f}; "
-        f"native/held={native[0] / max(held[0], 1):.1f}x"
-    )
-    assert native[1] >= 100_000, "open: the counter barely moved during the native call"
-    assert native[0] >= 5 * held[0], "open: no more progress than with the GIL held"
-
-
-@gil_only
-def test_gil_released_during_check(big_zim, fast_switching):
+def test_gil_released_during_check(big_zim):
     a = Archive(big_zim)
     assert a.filesize > 10_000_000
-    _assert_gil_released("check", lambda: a.check() or pytest.fail("check() is false"))
+    assert_releases_gil("check", lambda _: a.check() or pytest.fail("check() is false"))
     a.close()
 
 
 @gil_only
-def test_gil_released_reading_large_content(big_zim, fast_switching):
-    # A fresh archive each time, or libzim's cluster cache answers instantly.
-    def call():
-        content = Archive(big_zim).get_entry_by_path("big.txt").get_item().content
-        assert len(content) >= 8_000_000
-    _assert_gil_released("content", call)
+def test_gil_released_reading_large_content(big_zim):
+    # A fresh archive each time, or libzim's cluster cache answers at once and
+    # the archive's read cost falls below the adaptive threshold.
+    def read(item):
+        assert len(item.content) >= 8_000_000
+
+    assert_releases_gil(
+        "content", read, setup=lambda: Archive(big_zim).get_entry_by_path("big.txt").get_item()
+    )
 
 
 def test_shared_archive_lends_copies_to_concurrent_lookups(reference):
@@ -324,11 +202,13 @@ def test_close_while_other_threads_read(reference):
 
 
 @gil_only
-def test_lookups_release_the_gil_once_they_turn_slow(fast_switching):
+def test_lookups_release_the_gil_once_they_turn_slow():
     """Cached lookups keep the GIL (handing it over around a microsecond call
     costs the caller a switch interval when another thread runs Python); once
     native lookups turn slow (the shim's test delay stands in for a cold disk)
-    the archive's running average crosses the threshold and the GIL is released."""
+    the archive's running average crosses the threshold and the GIL is released.
+    Both halves are seen: the first slow lookup still holds the GIL, later ones
+    release it."""
     from libzim import _libzim
 
     a = Archive(SUITE / "nons" / WIKIBOOKS)
@@ -336,21 +216,13 @@ def test_lookups_release_the_gil_once_they_turn_slow(fast_switching):
     for _ in range(50):  # warm: the average falls below the threshold
         for p in paths[:20]:
             a.get_entry_by_path(p)
-    def measure():
-        previous = _libzim._test_delay(20_000)
-        try:
-            slow = _progress_during(lambda: a.get_entry_by_path(paths[0]), min_total=0.3, min_calls=10)
-        finally:
-            _libzim._test_delay(previous)
-        held = _progress_during(_gil_holding_call(0.02), min_total=0.3, min_calls=10)
-        print(f"\nGIL progress [slow lookups]: native={slow[0]:,.0f}/s, GIL-holding={held[0]:,.0f}/s")
-        assert slow[1] >= 100_000
-        assert slow[0] >= 5 * held[0]
+    previous = _libzim._test_delay(DELAY_US)
+    try:
+        fractions = held_fractions(lambda _: a.get_entry_by_path(paths[0]), calls=4)
+    finally:
+        _libzim._test_delay(previous)
+    print(f"\nGIL probe [lookups turning slow]: longest stall / call: {fractions}")
+    assert fractions[0] > 0.5, "a cached lookup released the GIL"
+    assert min(fractions[1:]) < 0.5, "slow lookups kept the GIL"
 
-    # As in _assert_gil_released: a loaded machine can starve one window.
-    for attempt in range(3):
-        try:
-            return measure()
-        except AssertionError:
-            if attempt == 2:
-                raise
+

@@ -9,15 +9,14 @@ that the calls really overlap.
 from __future__ import annotations
 
 import random
-import sys
 import threading
-import time
 
 import pytest
 
 from libzim.reader import Archive
 from libzim.search import Searcher
 from libzim.suggestion import SuggestionSearcher
+from gilprobe import assert_releases_gil
 from search_fixtures import *  # noqa: F401,F403
 from conftest import gil_only
 from search_fixtures import PYDOC_QUERIES, SMALL_QUERIES, WIKIBOOKS_ZIM, result_rows
@@ -172,87 +171,13 @@ def test_shared_suggestion_searcher(zim_a):
 # ---- GIL release ---------------------------------------------------------------------
 
 
-def _counter_rate(work) -> tuple[int, float]:
-    """Run work() in this thread while another thread counts; (increments, seconds)."""
-    stop = threading.Event()
-    started = threading.Event()
-    count = [0]
-
-    def counter():
-        started.set()
-        n = 0
-        while not stop.is_set():
-            n += 1
-            count[0] = n
-
-    t = threading.Thread(target=counter, name="gil-counter")
-    t.start()
-    started.wait()
-    c0 = count[0]
-    t0 = time.perf_counter()
-    try:
-        work()
-    finally:
-        dt = time.perf_counter() - t0
-        c1 = count[0]
-        stop.set()
-        t.join()
-    return c1 - c0, dt
-
-
 @gil_only
 def test_gil_released_during_snippet_generation(pydoc_zim):
     search = Searcher(pydoc_zim).search("dictionary")
     first = search.get_results(0, 50, include_snippets=True)  # warm caches
     assert len(first) == 50 and sum(bool(r.snippet) for r in first) >= 40
 
-    def snippets():
-        end = time.perf_counter() + 0.6
-        calls = 0
-        while calls < 1 or time.perf_counter() < end:
-            assert len(search.get_results(0, 50, include_snippets=True)) == 50
-            calls += 1
+    def page(_):
+        assert len(search.get_results(0, 50, include_snippets=True)) == 50
 
-    # Calibrate a C-level loop that never releases the GIL (sum over a range
-    # runs in C without checking for GIL drop requests) to about 0.5 s.
-    n = 2_000_000
-    while True:
-        t0 = time.perf_counter()
-        sum(range(n))
-        if time.perf_counter() - t0 > 0.05:
-            break
-        n *= 2
-    n = int(n * 0.5 / (time.perf_counter() - t0))
-
-    def c_hold():
-        sum(range(n))
-
-    def py_loop():
-        end = time.perf_counter() + 0.5
-        x = 0
-        while time.perf_counter() < end:
-            x += 1
-
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(0.001)
-    try:
-        snip_n, snip_t = _counter_rate(snippets)
-        hold_n, hold_t = _counter_rate(c_hold)
-        py_n, py_t = _counter_rate(py_loop)
-        snip2_n, snip2_t = _counter_rate(snippets)
-    finally:
-        sys.setswitchinterval(old)
-    snip_rate = max(snip_n / snip_t, snip2_n / snip2_t)
-    hold_rate = hold_n / hold_t
-    py_rate = py_n / py_t
-    ratio = snip_rate / max(hold_rate, 1.0)
-    print(
-        f"\nGIL progress (counter increments/s, switchinterval 1 ms): "
-        f"snippets {snip_n / snip_t:,.0f} ({snip_n:,} in {snip_t:.2f} s) and "
-        f"{snip2_n / snip2_t:,.0f} ({snip2_n:,} in {snip2_t:.2f} s); "
-        f"GIL-holding C loop {hold_rate:,.0f} ({hold_n:,} in {hold_t:.2f} s); "
-        f"pure-Python loop {py_rate:,.0f} ({py_n:,} in {py_t:.2f} s); "
-        f"snippets / GIL-holding = {ratio:,.1f}x; snippets / pure-Python = {snip_rate / max(py_rate, 1):.2f}x"
-    )
-    assert max(snip_n, snip2_n) >= 200_000, "the counter thread barely ran during snippet generation"
-    assert ratio >= 5, ratio
+    assert_releases_gil("snippets", page)

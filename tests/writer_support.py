@@ -5,6 +5,7 @@ import os
 import shutil
 import struct
 import subprocess
+import time
 import zlib
 from pathlib import Path
 
@@ -95,4 +96,12 @@ def zimdump_list(path: Path) -> list[str]:
 
 
 def native_threads() -> int:
-    return len(os.listdir("/proc/self/task"))
+    """OS threads of this process, once the count has settled: a thread that
+    another test just joined can still be listed in /proc for a moment (seen
+    when a probe thread ended right before a writer test)."""
+    seen = [len(os.listdir("/proc/self/task"))]
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline and (len(seen) < 3 or len(set(seen[-3:])) > 1):
+        time.sleep(0.01)
+        seen.append(len(os.listdir("/proc/self/task")))
+    return seen[-1]
