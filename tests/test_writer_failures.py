@@ -12,12 +12,11 @@ import time
 import weakref
 
 import pytest
-from conftest import gil_only
-from gilprobe import assert_releases_gil
 
 from libzim import WriterError, writer
 from libzim.reader import Archive
-from conftest import INSTALLED, REPO_ROOT
+from conftest import INSTALLED, REPO_ROOT, gil_only
+from gilprobe import assert_releases_gil
 from writer_support import TextItem, html, leftovers, native_threads
 
 # zimscraperlib's test for libzim's duplicate message (creator.py).
