@@ -672,8 +672,17 @@ static void give_back(ArchiveObject *a, zs_archive *c, int how) {
     if (!zc_guard_closed(&a->guard)) {
         for (int i = 0; i < ZC_SPARES; i++) {
             zs_archive *expected = NULL;
-            if (atomic_compare_exchange_strong(&a->spare[i], &expected, c))
+            if (atomic_compare_exchange_strong(&a->spare[i], &expected, c)) {
+                /* close() may have marked the guard and dropped the spares
+                 * between the check above and this swap, leaving this copy
+                 * (and its file) open until the object dies.  Either close()
+                 * marked it before this re-check, which then sees it, or
+                 * its drop_spares() comes after the swap and takes the copy;
+                 * whoever swaps the copy out frees it. */
+                if (zc_guard_closed(&a->guard) && (c = atomic_exchange(&a->spare[i], NULL)))
+                    break;
                 return;
+            }
         }
     }
     zs_archive_free(c);
