@@ -40,7 +40,8 @@ done
 # The tests that drive the native code hardest, within a few minutes under
 # ASan on the 2-core CI machine; the full mode runs everything.
 CI_TESTS=(tests/test_reader.py tests/test_faults.py tests/test_fuzz_regressions.py
-          tests/test_corrupt.py tests/test_suggestion.py tests/test_races.py tests/test_stress.py)
+          tests/test_corrupt.py tests/test_suggestion.py tests/test_races.py tests/test_stress.py
+          tests/test_writer.py tests/test_writer_failures.py)
 
 bash tools/bootstrap.sh
 PY=${PYTHON:-python3}
