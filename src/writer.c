@@ -716,42 +716,39 @@ static int hints_arg(zc_state *st, PyObject *hints, int item, zs_entry_def *def)
     return 0;
 }
 
-static PyObject *add_redirection(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                                 PyObject *kwnames) {
-    static const char *const names[] = {"path", "title", "targetPath", "hints"};
-    CreatorObject *c = (CreatorObject *)self;
-    PyObject *a[4];
-    zs_entry_def def = {0};
-    zs_str target;
-    if (zc_args("add_redirection", args, nargs, kwnames, names, 4, 4, 4, a) < 0 ||
-        str_arg(a[0], "path", &def.path) < 0 || str_arg(a[1], "title", &def.title) < 0 ||
-        str_arg(a[2], "targetPath", &target) < 0 || hints_arg(c->st, a[3], 0, &def) < 0)
-        return NULL;
-    int rc;
-    zs_werror err;
-    CREATOR_CALL(c, rc, zs_creator_add_redirection(c->h, &def, target, &err));
-    return rc < 0 ? raise_werror(c, &err) : Py_NewRef(Py_None);
-}
+/* add_redirection and add_alias take the same arguments (python-libzim's
+ * names, the camelCase targetPath included) and differ only in the shim call. */
+typedef int (*link_fn)(zs_creator *, const zs_entry_def *, zs_str, zs_werror *);
 
-static PyObject *add_alias(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                           PyObject *kwnames) {
+static PyObject *add_link(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                          PyObject *kwnames, const char *fname, link_fn fn) {
     static const char *const names[] = {"path", "title", "targetPath", "hints"};
     CreatorObject *c = (CreatorObject *)self;
     PyObject *a[4];
     zs_entry_def def = {0};
     zs_str target;
-    if (zc_args("add_alias", args, nargs, kwnames, names, 4, 4, 4, a) < 0 ||
+    if (zc_args(fname, args, nargs, kwnames, names, 4, 4, 4, a) < 0 ||
         str_arg(a[0], "path", &def.path) < 0 || str_arg(a[1], "title", &def.title) < 0 ||
         str_arg(a[2], "targetPath", &target) < 0 || hints_arg(c->st, a[3], 0, &def) < 0)
         return NULL;
     int rc;
     zs_werror err;
-    CREATOR_CALL(c, rc, zs_creator_add_alias(c->h, &def, target, &err));
+    CREATOR_CALL(c, rc, fn(c->h, &def, target, &err));
     if (rc < 0 && err.unsupported) {
         PyErr_SetString(c->st->NotSupportedError, err.msg);
         return NULL;
     }
     return rc < 0 ? raise_werror(c, &err) : Py_NewRef(Py_None);
+}
+
+static PyObject *add_redirection(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                 PyObject *kwnames) {
+    return add_link(self, args, nargs, kwnames, "add_redirection", zs_creator_add_redirection);
+}
+
+static PyObject *add_alias(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                           PyObject *kwnames) {
+    return add_link(self, args, nargs, kwnames, "add_alias", zs_creator_add_alias);
 }
 
 /* A getter's str result, kept alive in *keep while the shim uses it. */
