@@ -10,12 +10,18 @@ Import the fixtures into a test module with::
 
     from search_fixtures import *  # noqa: F401,F403
 
+Archive A (indexed and not) is written with our own ``libzim.writer``;
+archive B and the python3-doc archive are built by zimwriterfs, and a second
+copy of A built by zimwriterfs is compared with ours in test_search.py: the
+independent cross-check of the writer.
+
 The archives are built once per test session (a module-level cache keeps the
 test modules that import these fixtures from building them twice).
 """
 
 from __future__ import annotations
 
+import datetime
 import html as _html
 import re
 import threading
@@ -24,7 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from corpus import build_zim_from_dir, ensure_debian_doc_zim
+from corpus import build_zim_from_dir, ensure_debian_doc_zim, write_png
+from libzim import writer
 from libzim.reader import Archive
 
 from conftest import SUITE
@@ -49,6 +56,7 @@ __all__ = [
     "TOPIC_WORDS",
     "result_rows",
     "zim_a_path",
+    "zim_a_zimwriterfs_path",
     "zim_b_path",
     "zim_noindex_path",
     "pydoc_zim_path",
@@ -268,18 +276,61 @@ def _page_html(p: Page, topic: str | None) -> str:
     )
 
 
-def _write_tree(root: Path, pages: list[Page], welcome_title: str) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    for i, p in enumerate(pages):
-        (root / p.path).write_text(_page_html(p, _topic_of(pages, i)), encoding="utf-8")
+def _tree_files(pages: list[Page], welcome_title: str) -> dict[str, str]:
+    """Relative path -> HTML of every file of a fixture, welcome page included."""
+    files = {p.path: _page_html(p, _topic_of(pages, i)) for i, p in enumerate(pages)}
     # Link texts are neutral so that the welcome page matches no marker word.
     links = "".join(f'<li><a href="{p.path}">entry {i}</a></li>' for i, p in enumerate(pages))
-    (root / "index.html").write_text(
+    files["index.html"] = (
         f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{welcome_title}</title>"
-        f"</head><body><h1>{welcome_title}</h1><ul>{links}</ul></body></html>\n",
-        encoding="utf-8",
+        f"</head><body><h1>{welcome_title}</h1><ul>{links}</ul></body></html>\n"
     )
+    return files
+
+
+def _write_tree(root: Path, pages: list[Page], welcome_title: str) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for path, markup in _tree_files(pages, welcome_title).items():
+        (root / path).write_text(markup, encoding="utf-8")
     return root
+
+
+class _HtmlItem(writer.Item):
+    def __init__(self, path: str, title: str, markup: str):
+        super().__init__()
+        self.path, self.title, self.markup = path, title, markup
+
+    def get_path(self) -> str:
+        return self.path
+
+    def get_title(self) -> str:
+        return self.title
+
+    def get_mimetype(self) -> str:
+        return "text/html"
+
+    def get_contentprovider(self) -> writer.ContentProvider:
+        return writer.StringProvider(self.markup)
+
+    def get_hints(self) -> dict:
+        # zimwriterfs marks every HTML page a front article: the title index
+        # (suggestions) only holds front articles.
+        return {writer.Hint.FRONT_ARTICLE: True}
+
+
+def _write_zim(out: Path, pages: list[Page], *, title: str, name: str, fulltext: bool) -> Path:
+    """Pack the fixture with our own writer, as zimwriterfs would: the <title>
+    as entry title, index.html the main page, the same metadata."""
+    with writer.Creator(out).config_indexing(fulltext, "eng").config_nbworkers(2) as c:
+        c.set_mainpath("index.html")
+        for path, markup in _tree_files(pages, title).items():
+            c.add_item(_HtmlItem(path, _visible_text(markup)[0], markup))
+        for key, value in (("Title", title), ("Name", name), ("Language", "eng"),
+                           ("Description", "Test content"), ("Creator", "libzim-c"),
+                           ("Publisher", "libzim-c"), ("Date", datetime.date.today())):
+            c.add_metadata(key, value)
+        c.add_illustration(48, write_png(out.with_suffix(".png")).read_bytes())
+    return out
 
 
 _build_lock = threading.Lock()
@@ -294,14 +345,16 @@ def _build_once(tmp_path_factory, key: str, builder) -> Path:
 
 
 def _build_a(base: Path, fulltext: bool) -> Path:
-    src = _write_tree(base / "html", PAGES_A, "Search fixture A")
-    return build_zim_from_dir(
-        src, base / ("a.zim" if fulltext else "a-noindex.zim"), title="Search fixture A",
-        name="libzim_c_search_a", fulltext=fulltext, threads=2,
+    return _write_zim(
+        base / ("a.zim" if fulltext else "a-noindex.zim"), PAGES_A, title="Search fixture A",
+        name="libzim_c_search_a", fulltext=fulltext,
     )
 
 
 def _build_b(base: Path) -> Path:
+    # Deliberately built by zimwriterfs (Debian's zim-tools, no code shared with
+    # libzim.writer): the independent cross-check that the expectations derived
+    # from the HTML hold for an archive our writer did not make.
     src = _write_tree(base / "html", PAGES_B, "Search fixture B")
     return build_zim_from_dir(
         src, base / "b.zim", title="Search fixture B", name="libzim_c_search_b", threads=2
@@ -311,6 +364,20 @@ def _build_b(base: Path) -> Path:
 @pytest.fixture(scope="session")
 def zim_a_path(tmp_path_factory) -> Path:
     return _build_once(tmp_path_factory, "a", lambda d: _build_a(d, True))
+
+
+@pytest.fixture(scope="session")
+def zim_a_zimwriterfs_path(tmp_path_factory) -> Path:
+    """Archive A as zimwriterfs builds it from the same HTML: the cross-check of
+    the libzim.writer build (test_search.py compares the two)."""
+
+    def build(base: Path) -> Path:
+        src = _write_tree(base / "html", PAGES_A, "Search fixture A")
+        return build_zim_from_dir(
+            src, base / "a.zim", title="Search fixture A", name="libzim_c_search_a", threads=2
+        )
+
+    return _build_once(tmp_path_factory, "a-zimwriterfs", build)
 
 
 @pytest.fixture(scope="session")
