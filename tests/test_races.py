@@ -80,6 +80,24 @@ def paths_of(search, n=100):
 # ---- Searcher.add_archive ------------------------------------------------------
 
 
+def adders(searcher, archives, all_done):
+    """One add_archive call per archive, for run_threads; all_done is set when
+    every one has returned (so readers and spinners know when to stop)."""
+    finished = []
+
+    def adder(archive):
+        def run():
+            try:
+                searcher.add_archive(archive)
+            finally:
+                finished.append(archive)
+                if len(finished) == len(archives):
+                    all_done.set()
+        return run
+
+    return [adder(a) for a in archives]
+
+
 def test_add_archive_from_two_threads_keeps_results_named_right(zim_a, zim_b, pydoc_zim):
     """Two threads add archives at once while a third searches: every result
     must name the archive it came from, in every trial."""
@@ -116,20 +134,8 @@ def test_add_archive_from_two_threads_keeps_results_named_right(zim_a, zim_b, py
             while not stop.is_set():
                 sum(range(100))
 
-        finished = []
-
-        def adder(archive):
-            def run():
-                try:
-                    s.add_archive(archive)
-                finally:
-                    finished.append(archive)
-                    if len(finished) == 2:
-                        stop.set()
-            return run
-
         with native_delay(1000):
-            run_threads([adder(zim_b), adder(pydoc_zim), reader, spinner])
+            run_threads([*adders(s, [zim_b, pydoc_zim], stop), reader, spinner])
         assert set(map(id, s.archives)) == {id(zim_a), id(zim_b), id(pydoc_zim)}
         assert s.archives[0] is zim_a
         assert check(s, "brindlex", zim_b, only_b) == len(only_b), trial
@@ -146,20 +152,8 @@ def test_archives_seen_while_adding_are_a_prefix(zim_a, zim_b, pydoc_zim):
         while not done.is_set():
             seen.append(s.archives)
 
-    finished = []
-
-    def adder(archive):
-        def run():
-            try:
-                s.add_archive(archive)
-            finally:
-                finished.append(archive)
-                if len(finished) == 2:
-                    done.set()
-        return run
-
     with native_delay(2000):
-        run_threads([adder(zim_b), adder(pydoc_zim), reader])
+        run_threads([*adders(s, [zim_b, pydoc_zim], done), reader])
     final = s.archives
     assert len(final) == 3
     for t in seen:
