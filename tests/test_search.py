@@ -739,7 +739,10 @@ def test_writer_fixture_matches_zimwriterfs_build(zim_a, zim_a_zimwriterfs_path)
             got = [Searcher(a).search(Query().set_query(words)) for a in (zim_a, other)]
             rows = [sorted(result_rows(s.get_results(0, ALL, include_snippets=True))) for s in got]
             assert rows[0] == rows[1], words
-            assert rows[0], words
+            # Not vacuous: every query finds pages of A, except where libzim 9
+            # reads AND and NOT as words, which no page of A holds.
+            empty = per_libzim(libzim8=False, libzim9=words == "gleepnar AND NOT frobnitz")
+            assert bool(rows[0]) != empty, words
             assert got[0].getEstimatedMatches() == got[1].getEstimatedMatches(), words
         for prefix in ("chron", "the", "zorb", "entry", "search", "shared"):
             got = [list(SuggestionSearcher(a).suggest(prefix).getResults(0, ALL)) for a in (zim_a, other)]
