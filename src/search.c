@@ -442,8 +442,9 @@ SearcherObject *zc_searcher_init(PyObject *self, zs_search_kind kind, PyObject *
     zs_error err;
     zs_searcher *h;
     int rc = 0;
+    size_t n = (size_t)PyList_GET_SIZE(list);  /* read with the GIL held */
     Py_BEGIN_ALLOW_THREADS
-    h = zs_searcher_new(kind, hs, (size_t)PyList_GET_SIZE(list), &err);
+    h = zs_searcher_new(kind, hs, n, &err);
     /* Open one database now: errors in the index surface here, and the first
      * search costs what the others do. */
     if (h && (kind == ZS_SUGGEST || indexed > 0))
