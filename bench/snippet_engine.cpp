@@ -2,8 +2,8 @@
 // on the same article, already read (no Python).
 //
 // Built by bench/snippets.py:
-//   g++ -O2 -std=c++17 -I../src snippet_engine.cpp ../src/zimshim_snippet.cpp -o snippet_engine \
-//       $(pkg-config --cflags --libs libzim)
+//   g++ -O2 -std=c++17 -I../src snippet_engine.cpp ../src/zimshim_{snippet,core,cluster,file}.cpp \
+//       -o snippet_engine $(pkg-config --cflags --libs libzim libzstd liblzma)
 //
 // Usage:
 //   snippet_engine --archive KEY=PATH [...] --inputs DIR [--hits 16] [--engine both|ours|libzim|none]

@@ -46,12 +46,13 @@ USER_CLUSTERCACHE = os.environ.get("ZIM_CLUSTERCACHE")
 
 def build_engine_bench() -> Path:
     exe = OUT / "snippet_engine"
-    srcs = [HERE / "snippet_engine.cpp", ROOT / "src" / "zimshim_snippet.cpp", ROOT / "src" / "zimshim_core.cpp"]
+    # The engine reads compressed articles through the shim's cluster cache.
+    srcs = [HERE / "snippet_engine.cpp"] + [ROOT / "src" / f"zimshim_{n}.cpp" for n in ("snippet", "core", "cluster", "file")]
     deps = srcs + [ROOT / "src" / "zimshim_snippet.hpp", ROOT / "src" / "zimshim_impl.hpp"]
     if exe.exists() and all(exe.stat().st_mtime >= p.stat().st_mtime for p in deps):
         return exe
     OUT.mkdir(parents=True, exist_ok=True)
-    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libzim"], capture_output=True, text=True, check=True)
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libzim", "libzstd", "liblzma"], capture_output=True, text=True, check=True)
     cmd = ["g++", "-O2", "-std=c++17", f"-I{ROOT / 'src'}", *map(str, srcs), "-o", str(exe), *flags.stdout.split()]
     run.log("compiling:", " ".join(cmd))
     subprocess.run(cmd, check=True)

@@ -415,6 +415,9 @@ namespace {
 // pread, where libzim would map and populate the same pages.
 zim::Blob item_bytes(const zs_item &h) {
     if (h.file) {
+        zim::Blob compressed;
+        if (compressed_item_data(*h.file, h.it, &compressed))
+            return compressed;
         const direct_access where = as_direct_access(h.it.getDirectAccessInformation());
         if (!where.first.empty()) {
             const zim::size_type n = h.it.getSize();

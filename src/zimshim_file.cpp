@@ -39,13 +39,6 @@ const char *file_kind(mode_t m) {
     return "not a file";
 }
 
-uint64_t le(const unsigned char *p, int n) {
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
 }  // namespace
 
 namespace zs_impl {
@@ -59,15 +52,15 @@ bool read_header(const OpenFile &f, Header *h) {
     } catch (const std::exception &) {
         return false;
     }
-    if (le(b, 4) != 72173914)
+    if (load_le(b, 4) != 72173914)
         return false;
-    h->major = (uint16_t)le(b + 4, 2);
-    h->minor = (uint16_t)le(b + 6, 2);
-    h->entries = (uint32_t)le(b + 24, 4);
-    h->clusters = (uint32_t)le(b + 28, 4);
-    h->path_ptr_pos = le(b + 32, 8);
-    h->title_ptr_pos = le(b + 40, 8);
-    h->cluster_ptr_pos = le(b + 48, 8);
+    h->major = (uint16_t)load_le(b + 4, 2);
+    h->minor = (uint16_t)load_le(b + 6, 2);
+    h->entries = (uint32_t)load_le(b + 24, 4);
+    h->clusters = (uint32_t)load_le(b + 28, 4);
+    h->path_ptr_pos = load_le(b + 32, 8);
+    h->title_ptr_pos = load_le(b + 40, 8);
+    h->cluster_ptr_pos = load_le(b + 48, 8);
     return true;
 }
 
@@ -76,17 +69,17 @@ bool read_header(const OpenFile &f, Header *h) {
 bool read_dirent(const OpenFile &f, const Header &h, uint32_t i, Dirent *d) {
     unsigned char b[16];
     f.read(h.path_ptr_pos + 8 * (uint64_t)i, b, 8);
-    const uint64_t pos = le(b, 8);
+    const uint64_t pos = load_le(b, 8);
     f.read(pos, b, 8);
-    const unsigned mime = (unsigned)le(b, 2);
+    const unsigned mime = (unsigned)load_le(b, 2);
     uint64_t path_pos = pos + 8;
     d->redirect = mime >= 0xfffd;
     if (mime == 0xffff) {
         path_pos = pos + 12;
     } else if (!d->redirect) {
         f.read(pos + 8, b + 8, 8);
-        d->cluster = (uint32_t)le(b + 8, 4);
-        d->blob = (uint32_t)le(b + 12, 4);
+        d->cluster = (uint32_t)load_le(b + 8, 4);
+        d->blob = (uint32_t)load_le(b + 12, 4);
         path_pos = pos + 16;
     }
     d->long_path.assign(1, (char)b[3]);
@@ -140,12 +133,12 @@ bool listing_cluster(const OpenFile &f, const Header &h, const std::string &name
         return false;
     unsigned char b[9];
     f.read(h.cluster_ptr_pos + 8 * (uint64_t)d->cluster, b, 8);
-    f.read(le(b, 8), b, 9);
+    f.read(load_le(b, 8), b, 9);
     if ((b[0] & 0x0f) > 1)
         return false;
     const int width = (b[0] & 0x10) ? 8 : 4;
     // The first offset is the size of the offset table: one more than blobs.
-    const uint64_t offsets = le(b + 1, width) / width;
+    const uint64_t offsets = load_le(b + 1, width) / width;
     *blobs = offsets ? offsets - 1 : 0;
     return true;
 }
@@ -263,6 +256,7 @@ std::shared_ptr<OpenFile> open_archive_file(const char *path, unsigned range, ui
                       " is past the end of the file (" + std::to_string(fsize) + " bytes)");
         return nullptr;
     }
+    f->clusters = make_cluster_cache(*f);
     return f;
 }
 

@@ -23,6 +23,16 @@
 
 namespace zs_impl {
 
+class ClusterCache;
+
+// The little-endian integer of n bytes at p, as ZIM stores every number.
+inline uint64_t load_le(const unsigned char *p, int n) {
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
 // The file an archive was opened from, opened once and kept open: libzim
 // 8.1.1 opens an archive made from a descriptor N through "/dev/fd/N", and
 // so does its search (the index databases are opened by the path
@@ -36,6 +46,9 @@ struct OpenFile {
     bool ranged = false;    // opened with offset= or size=
     bool blockdev = false;  // fstat's size is 0: libzim must be told the size
     uint64_t offset = 0, size = 0;  // the archive's bytes in the file
+    // Decompressed clusters, shared by every copy (zimshim_cluster.cpp);
+    // null when the header could not be read (libzim then refuses the file).
+    std::shared_ptr<ClusterCache> clusters;
     OpenFile() = default;
     OpenFile(const OpenFile &) = default;
     OpenFile &operator=(const OpenFile &) = delete;
@@ -173,6 +186,14 @@ struct Dirent {
 bool read_dirent(const OpenFile &f, const Header &h, uint32_t i, Dirent *d);
 bool find_dirent(const OpenFile &f, const Header &h, const std::string &long_path,
                  uint32_t *index, Dirent *d);
+
+// ---- content of compressed clusters (zimshim_cluster.cpp) ----
+
+// The cache for f's archive, sized as libzim sizes its own (ZIM_CLUSTERCACHE).
+std::shared_ptr<ClusterCache> make_cluster_cache(const OpenFile &f);
+// The content of item when it is stored in a zstd or xz cluster, read
+// through f's cache; false for anything else (the caller reads it as before).
+bool compressed_item_data(const OpenFile &f, const zim::Item &item, zim::Blob *out);
 
 }  // namespace zs_impl
 

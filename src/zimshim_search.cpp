@@ -146,6 +146,10 @@ class Lease {
         return zsnip::IndexLanguage{};
     }
 
+    const OpenFile *file_of(int archive) const {
+        return archive < 0 ? nullptr : slot_->archives[(size_t)archive].file.get();
+    }
+
     // Which archive a result came from: libzim numbers only the archives
     // that have an index, so results are matched back by UUID.
     int archive_of(const zim::SearchIterator &it) const {
@@ -371,7 +375,7 @@ extern "C" zs_page *zs_search_page(zs_searcher *s, const zs_query *q, int start,
                     r.score = it.getScore();
                 }
                 if (flags & ZS_WANT_SNIPPET) {
-                    r.snippet = own ? own->of_entry(*it) : it.getSnippet();
+                    r.snippet = own ? own->of_entry(*it, lease.file_of(r.archive)) : it.getSnippet();
                     // A separate value read per hit (~2 us, measured): it
                     // would make a snippet-less page 40% slower, while next
                     // to a snippet it is free.

@@ -1340,10 +1340,12 @@ std::string Snippeter::make(const char *html, size_t len) {
     return b.finish();
 }
 
-std::string Snippeter::of_entry(const zim::Entry &entry) {
+std::string Snippeter::of_entry(const zim::Entry &entry, const zs_impl::OpenFile *file) {
     zim::Blob blob;
     try {
-        blob = entry.getItem(true).getData();
+        const zim::Item item = entry.getItem(true);
+        if (!file || !zs_impl::compressed_item_data(*file, item, &blob))
+            blob = item.getData();
     } catch (const std::bad_alloc &) {
         throw;
     } catch (const std::exception &) {

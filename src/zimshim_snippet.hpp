@@ -12,6 +12,9 @@ namespace zim {
 class Archive;
 class Entry;
 }
+namespace zs_impl {
+struct OpenFile;
+}
 
 namespace zsnip {
 
@@ -42,7 +45,8 @@ class Snippeter {
     std::string make(const char *html, size_t len);
     // The snippet of a search hit's article; "" when it cannot be read, as
     // libzim's getSnippet() does.
-    std::string of_entry(const zim::Entry &entry);
+    // file: the archive's (for its cluster cache), or null.
+    std::string of_entry(const zim::Entry &entry, const zs_impl::OpenFile *file);
     // The query's terms, as the query parser made them (for tests).
     const std::vector<std::string> &terms() const;
 

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(libzim-dev libxapian-dev libicu-dev python3-dev python3-venv zim-tools pkg-config
+APT_PACKAGES=(libzim-dev libxapian-dev libicu-dev libzstd-dev liblzma-dev python3-dev python3-venv zim-tools pkg-config
               build-essential python3-doc)
 PY=${PYTHON:-python3}
 

@@ -23,7 +23,7 @@ SUITE=${ZIM_TESTING_SUITE:-$REPO/../shared/zim-testing-suite}
 CA_BUNDLE=${CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
 # The packages tools/bootstrap.sh asks for on Debian 13, plus python3-venv: trixie's
 # python3 is externally managed (PEP 668), so pip only runs inside a venv.
-PACKAGES=libzim-dev,libxapian-dev,libicu-dev,python3-dev,python3-venv,zim-tools,pkg-config,build-essential,python3-doc,ca-certificates,git
+PACKAGES=libzim-dev,libxapian-dev,libicu-dev,libzstd-dev,liblzma-dev,python3-dev,python3-venv,zim-tools,pkg-config,build-essential,python3-doc,ca-certificates,git
 
 if [ "$(id -u)" != 0 ]; then exec sudo -E bash "$0" "$@"; fi
 

@@ -41,7 +41,7 @@ done
 # ASan on the 2-core CI machine; the full mode runs everything.
 CI_TESTS=(tests/test_reader.py tests/test_faults.py tests/test_fuzz_regressions.py
           tests/test_corrupt.py tests/test_suggestion.py tests/test_races.py tests/test_stress.py
-          tests/test_writer.py tests/test_writer_failures.py)
+          tests/test_writer.py tests/test_writer_failures.py tests/test_clusters.py)
 
 bash tools/bootstrap.sh
 PY=${PYTHON:-python3}

@@ -1,0 +1,281 @@
+// Item content read by the binding instead of libzim, through one cache of
+// decompressed clusters per file.
+//
+// libzim 8.1.1 feeds its decompressor 1 KiB at a time, and every KiB is a
+// fresh mmap() of the file, unmapped when the next one comes
+// (DecoderStreamReader over FileReader::get_buffer): about 300 mmap/munmap
+// pairs per snippet search of the bench archives. Threads of one process
+// queue on its address-space lock for those, and each munmap flushes the
+// TLBs of the other cores: two threads made 20-30 voluntary context switches
+// and spent 65% more CPU per snippet search, where two processes scaled.
+// Here a compressed cluster is read with pread, 64 KiB at a time, and decoded
+// into memory of its own. Decoding stops at the blob asked for, as libzim's
+// does, and resumes from there for a later blob. The cache belongs to the
+// file, so every libzim copy of an archive (pooled searchers, spare lookup
+// copies) shares it, where libzim keeps one per copy.
+#include "zimshim_impl.hpp"
+
+#include <lzma.h>
+#include <zstd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+
+namespace zs_impl {
+
+namespace {
+
+const size_t kChunk = 64 * 1024;
+// A cluster's decoded size is allocated at once, so a blob handed out is a
+// view that never moves (it keeps the cluster's memory alive). Compressed
+// clusters hold text; a size past this is a corrupt offset table.
+const uint64_t kMaxCluster = uint64_t(4) << 30;
+
+enum class Codec { none, xz, zstd, other };
+
+Codec codec_of(unsigned char info) {
+    switch (info & 0x0f) {
+    case 0:
+    case 1:
+        return Codec::none;
+    case 4:
+        return Codec::xz;
+    case 5:
+        return Codec::zstd;
+    default:
+        return Codec::other;  // zlib, bzip2: libzim decides (and refuses)
+    }
+}
+
+[[noreturn]] void corrupt(uint32_t cluster, const std::string &what) {
+    throw zim::ZimFileFormatError("cluster " + std::to_string(cluster) + ": " + what);
+}
+
+// One compressed stream, read from the file as it is decoded.
+class Stream {
+  public:
+    Stream(Codec codec, uint64_t pos, uint64_t end) : codec_(codec), pos_(pos), end_(end) {
+        if (codec == Codec::zstd) {
+            zs_ = ZSTD_createDStream();
+            if (!zs_ || ZSTD_isError(ZSTD_initDStream(zs_)))
+                throw std::bad_alloc();
+        } else if (lzma_stream_decoder(&xz_, 1000000000, 0) != LZMA_OK) {
+            // libzim's memory limit for an xz cluster.
+            throw std::bad_alloc();
+        }
+    }
+    ~Stream() {
+        if (zs_)
+            ZSTD_freeDStream(zs_);
+        lzma_end(&xz_);
+    }
+    Stream(const Stream &) = delete;
+    Stream &operator=(const Stream &) = delete;
+
+    // Decodes exactly len bytes into out, or throws (cluster names the
+    // cluster in the message).
+    void decode(const OpenFile &f, char *out, size_t len, uint32_t cluster) {
+        size_t done = 0;
+        while (done < len) {
+            if (in_off_ == in_len_)
+                refill(f);
+            const size_t got = codec_ == Codec::zstd ? step_zstd(out + done, len - done, cluster)
+                                                     : step_xz(out + done, len - done, cluster);
+            // No output from a step that had no input left: the stream is
+            // cut short (or ended) before the bytes the offsets promise.
+            if (got == 0 && in_len_ == 0)
+                corrupt(cluster, "the compressed data ends before the cluster does");
+            done += got;
+        }
+    }
+
+  private:
+    void refill(const OpenFile &f) {
+        const size_t n = (size_t)std::min<uint64_t>(kChunk, end_ - std::min(end_, pos_));
+        if (!in_)
+            in_.reset(new char[kChunk]);
+        if (n)
+            f.read(pos_, in_.get(), n);
+        pos_ += n;
+        in_off_ = 0;
+        in_len_ = n;
+    }
+
+    size_t step_zstd(char *out, size_t len, uint32_t cluster) {
+        ZSTD_outBuffer o{out, len, 0};
+        ZSTD_inBuffer i{in_.get(), in_len_, in_off_};
+        const size_t r = ZSTD_decompressStream(zs_, &o, &i);
+        if (ZSTD_isError(r))
+            corrupt(cluster, std::string("zstd: ") + ZSTD_getErrorName(r));
+        in_off_ = i.pos;
+        if (r == 0 && o.pos == 0)
+            corrupt(cluster, "the compressed data ends before the cluster does");
+        return o.pos;
+    }
+
+    size_t step_xz(char *out, size_t len, uint32_t cluster) {
+        xz_.next_in = reinterpret_cast<const uint8_t *>(in_.get()) + in_off_;
+        xz_.avail_in = in_len_ - in_off_;
+        xz_.next_out = reinterpret_cast<uint8_t *>(out);
+        xz_.avail_out = len;
+        const lzma_ret r = lzma_code(&xz_, LZMA_RUN);
+        in_off_ = in_len_ - xz_.avail_in;
+        const size_t got = len - xz_.avail_out;
+        if (r == LZMA_STREAM_END && got == 0)
+            corrupt(cluster, "the compressed data ends before the cluster does");
+        if (r != LZMA_OK && r != LZMA_STREAM_END)
+            corrupt(cluster, "xz error " + std::to_string((int)r));
+        return got;
+    }
+
+    Codec codec_;
+    uint64_t pos_, end_;  // next compressed byte to read; the archive's end
+    std::unique_ptr<char[]> in_;
+    size_t in_off_ = 0, in_len_ = 0;
+    ZSTD_DStream *zs_ = nullptr;
+    lzma_stream xz_ = LZMA_STREAM_INIT;
+};
+
+uint64_t read_le(const OpenFile &f, uint64_t pos, int width) {
+    unsigned char b[8];
+    f.read(pos, b, (size_t)width);
+    return load_le(b, width);
+}
+
+}  // namespace
+
+// A compressed cluster, decoded as far as reads have needed.
+struct Cluster {
+    std::mutex mu;
+    bool started = false;
+    std::string error;                  // set once: every later read throws it
+    std::vector<uint64_t> offsets;      // blob i is [offsets[i], offsets[i+1])
+    std::shared_ptr<char> data;         // offsets.back() bytes, decoded up to `ready`
+    uint64_t ready = 0;
+    std::unique_ptr<Stream> stream;     // null once fully decoded
+};
+
+namespace {
+
+// Reads the offset table: its first entry is the table's own size.
+void start(Cluster &c, const OpenFile &f, uint32_t cluster, uint64_t pos, unsigned char info) {
+    c.stream.reset(new Stream(codec_of(info), pos + 1, f.size));
+    const int width = (info & 0x10) ? 8 : 4;
+    unsigned char b[8];
+    c.stream->decode(f, reinterpret_cast<char *>(b), (size_t)width, cluster);
+    const uint64_t first = load_le(b, width);
+    if (first < (uint64_t)width || first % width || first > kMaxCluster)
+        corrupt(cluster, "bad offset table size " + std::to_string(first));
+    std::vector<char> table((size_t)(first - width));
+    c.stream->decode(f, table.data(), table.size(), cluster);
+    c.offsets.reserve((size_t)(first / width));
+    c.offsets.push_back(first);
+    for (size_t i = 0; i < table.size(); i += width) {
+        const uint64_t v = load_le(reinterpret_cast<unsigned char *>(&table[i]), width);
+        if (v < c.offsets.back() || v > kMaxCluster)
+            corrupt(cluster, "blob offsets out of order");
+        c.offsets.push_back(v);
+    }
+    // Address space only: pages are touched as they are decoded.
+    c.data.reset(new char[(size_t)(c.offsets.back() - first) + 1], std::default_delete<char[]>());
+    c.ready = first;
+    c.started = true;
+}
+
+zim::Blob blob_of(Cluster &c, const OpenFile &f, uint32_t cluster, uint64_t pos,
+                  unsigned char info, uint32_t blob) {
+    std::lock_guard<std::mutex> lk(c.mu);
+    if (!c.error.empty())
+        throw zim::ZimFileFormatError(c.error);
+    try {
+        if (!c.started)
+            start(c, f, cluster, pos, info);
+        // libzim gives an empty blob for a blob number past the cluster.
+        if ((size_t)blob + 1 >= c.offsets.size())
+            return zim::Blob();
+        const uint64_t base = c.offsets.front(), b = c.offsets[blob], e = c.offsets[blob + 1];
+        if (e > c.ready) {
+            c.stream->decode(f, c.data.get() + (c.ready - base), (size_t)(e - c.ready), cluster);
+            c.ready = e;
+            if (c.ready == c.offsets.back())
+                c.stream.reset();
+        }
+        return zim::Blob(std::shared_ptr<const char>(c.data, c.data.get() + (b - base)),
+                         (zim::size_type)(e - b));
+    } catch (const zim::ZimFileFormatError &ex) {
+        c.error = ex.what();
+        c.stream.reset();
+        throw;
+    }
+}
+
+}  // namespace
+
+// The most recently used compressed clusters of one file.
+class ClusterCache {
+  public:
+    explicit ClusterCache(const Header &h, size_t capacity) : header(h), capacity_(capacity) {}
+
+    const Header header;
+
+    std::shared_ptr<Cluster> get(uint32_t index) {
+        std::lock_guard<std::mutex> lk(mu_);
+        auto it = map_.find(index);
+        if (it != map_.end()) {
+            lru_.splice(lru_.begin(), lru_, it->second);
+            return it->second->second;
+        }
+        lru_.emplace_front(index, std::make_shared<Cluster>());
+        map_[index] = lru_.begin();
+        while (map_.size() > capacity_) {
+            map_.erase(lru_.back().first);
+            lru_.pop_back();  // readers still holding it keep it alive
+        }
+        return lru_.front().second;
+    }
+
+  private:
+    std::mutex mu_;
+    size_t capacity_;
+    std::list<std::pair<uint32_t, std::shared_ptr<Cluster>>> lru_;
+    std::unordered_map<uint32_t, std::list<std::pair<uint32_t, std::shared_ptr<Cluster>>>::iterator>
+        map_;
+};
+
+std::shared_ptr<ClusterCache> make_cluster_cache(const OpenFile &f) {
+    Header h;
+    if (!read_header(f, &h))
+        return nullptr;
+    // libzim's own setting and default, read at open as libzim reads it.
+    const char *env = std::getenv("ZIM_CLUSTERCACHE");
+    long n = env ? std::strtol(env, nullptr, 10) : 16;
+    return std::make_shared<ClusterCache>(h, n > 0 ? (size_t)n : 1);
+}
+
+bool compressed_item_data(const OpenFile &f, const zim::Item &item, zim::Blob *out) {
+    if (!f.clusters)
+        return false;
+    const Header &h = f.clusters->header;
+    const uint32_t index = item.getIndex();
+    if (index >= h.entries)
+        return false;
+    const uint64_t dirent = read_le(f, h.path_ptr_pos + 8 * (uint64_t)index, 8);
+    unsigned char d[16];
+    f.read(dirent, d, sizeof d);
+    const uint32_t cluster = (uint32_t)load_le(d + 8, 4), blob = (uint32_t)load_le(d + 12, 4);
+    if (load_le(d, 2) >= 0xfffd || cluster >= h.clusters)
+        return false;  // libzim has its own word for these
+    const uint64_t pos = read_le(f, h.cluster_ptr_pos + 8 * (uint64_t)cluster, 8);
+    unsigned char info;
+    f.read(pos, &info, 1);
+    const Codec codec = codec_of(info);
+    if (codec == Codec::none || codec == Codec::other)
+        return false;
+    *out = blob_of(*f.clusters->get(cluster), f, cluster, pos, info, blob);
+    return true;
+}
+
+}  // namespace zs_impl

@@ -1,0 +1,216 @@
+"""Content of compressed clusters, which the binding decodes itself.
+
+src/zimshim_cluster.cpp reads zstd and xz clusters with pread and keeps them in
+one cache per file, instead of letting libzim 8.1.1 map the file 1 KiB at a
+time. Expected contents come from outside the binding: the bytes an archive
+was written with, or zim-tools' zimdump (libzim in another process). Corrupt
+clusters run in a child process, so a crash fails the test instead of pytest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from libzim import writer
+from libzim.reader import Archive
+
+from conftest import SUITE, child_python
+from writer_support import TextItem, add_required_metadata
+
+PAGES = 120
+CLUSTER_SIZE = 16 * 1024  # several pages per cluster, many clusters
+
+
+def page_bytes(i: int) -> bytes:
+    rnd = random.Random(i)
+    words = " ".join(f"w{rnd.randrange(10**6)}" for _ in range(200 + 40 * (i % 7)))
+    return f"<html><body><h1>Page {i}</h1><p>{words}</p></body></html>".encode()
+
+
+def codecs(path: Path) -> set[int]:
+    """Compression codes of every cluster, read from the file's own bytes."""
+    data = path.read_bytes()
+    count, = struct.unpack_from("<I", data, 28)
+    table, = struct.unpack_from("<Q", data, 48)
+    return {data[struct.unpack_from("<Q", data, table + 8 * i)[0]] & 0x0F for i in range(count)}
+
+
+def cluster_spans(path: Path) -> list[tuple[int, int, int]]:
+    """(start, end, codec) of each cluster, ends taken from the next start."""
+    data = path.read_bytes()
+    count, = struct.unpack_from("<I", data, 28)
+    table, = struct.unpack_from("<Q", data, 48)
+    starts = sorted(struct.unpack_from("<Q", data, table + 8 * i)[0] for i in range(count))
+    checksum, = struct.unpack_from("<Q", data, 72)
+    ends = starts[1:] + [checksum]
+    return [(s, e, data[s] & 0x0F) for s, e in zip(starts, ends)]
+
+
+@pytest.fixture(scope="module")
+def zstd_zim(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("clusters") / "pages.zim"
+    with writer.Creator(out).config_indexing(False, "eng").config_clustersize(CLUSTER_SIZE) as c:
+        c.set_mainpath("p0")
+        add_required_metadata(c)
+        for i in range(PAGES):
+            c.add_item(TextItem(f"p{i}", f"Page {i}", page_bytes(i)))
+    return out
+
+
+def test_many_zstd_clusters_hold_the_written_bytes(zstd_zim):
+    assert 5 in codecs(zstd_zim)  # zstd
+    assert sum(1 for _s, _e, c in cluster_spans(zstd_zim) if c == 5) >= 10
+    with Archive(zstd_zim) as a:
+        # Backwards: each cluster's last blob first, then the earlier ones
+        # from the part already decoded.
+        for i in reversed(range(PAGES)):
+            assert bytes(a.get_entry_by_path(f"p{i}").get_item().content) == page_bytes(i)
+
+
+def test_views_outlive_eviction(zstd_zim):
+    # One cluster cached: every other read evicts the one before.
+    code = f"""
+import json
+from libzim.reader import Archive
+a = Archive({str(zstd_zim)!r})
+views = [a.get_entry_by_path(f"p{{i}}").get_item().content for i in range({PAGES})]
+again = [bytes(a.get_entry_by_path(f"p{{i}}").get_item().content) for i in reversed(range({PAGES}))]
+print(json.dumps([bytes(v).hex() for v in views] + [b.hex() for b in reversed(again)]))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         **child_python(ZIM_CLUSTERCACHE="1"), timeout=120)
+    assert out.returncode == 0, out.stderr
+    got = [bytes.fromhex(h) for h in json.loads(out.stdout)]
+    expected = [page_bytes(i) for i in range(PAGES)]
+    assert got == expected + expected
+
+
+def test_threads_read_what_one_thread_reads(zstd_zim):
+    def digest_of(a, order):
+        return {i: hashlib.sha256(a.get_entry_by_path(f"p{i}").get_item().content).hexdigest()
+                for i in order}
+
+    expected = {i: hashlib.sha256(page_bytes(i)).hexdigest() for i in range(PAGES)}
+    with Archive(zstd_zim) as a:
+        assert digest_of(a, range(PAGES)) == expected
+    with Archive(zstd_zim) as shared:
+        results, errors = [], []
+
+        def work(seed):
+            order = list(range(PAGES)) * 3
+            random.Random(seed).shuffle(order)
+            try:
+                results.append(digest_of(shared, order))
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(s,)) for s in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors
+    assert results == [expected] * 6
+
+
+@pytest.mark.parametrize("scheme, codec", [("nons", 5), ("withns", 4)])
+def test_suite_archives_match_zimdump(scheme, codec, tmp_path):
+    path = SUITE / scheme / "wikibooks_be_all_nopic_2017-02.zim"
+    assert codec in codecs(path)  # withns/ is xz, nons/ zstd
+    exe = shutil.which("zimdump")
+    assert exe, "zimdump (apt-get install zim-tools) is the reference reader"
+    subprocess.run([exe, "dump", f"--dir={tmp_path}", str(path)], check=True,
+                   capture_output=True, timeout=120)
+    dumped = {str(p.relative_to(tmp_path)): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    compared = 0
+    with Archive(path) as a:
+        for i in reversed(range(a.all_entry_count)):
+            e = a._get_entry_by_id(i)
+            if e.is_redirect or e.path not in dumped:
+                continue
+            assert bytes(e.get_item().content) == dumped[e.path], e.path
+            compared += 1
+    assert compared >= 100
+
+
+CORRUPT_CHILD = r"""
+import json, sys
+from libzim.reader import Archive
+path, pages = sys.argv[1], int(sys.argv[2])
+outcome = []
+try:
+    a = Archive(path)
+except Exception as exc:
+    print(json.dumps(["open", type(exc).__name__, str(exc)])); sys.exit(0)
+for i in range(pages):
+    try:
+        outcome.append(["ok", a.get_entry_by_path(f"p{i}").get_item().content.tobytes().hex()])
+    except Exception as exc:
+        outcome.append([type(exc).__name__, str(exc)])
+print(json.dumps(outcome))
+"""
+
+
+def read_corrupt(path: Path) -> list:
+    out = subprocess.run([sys.executable, "-c", CORRUPT_CHILD, str(path), str(PAGES)],
+                         capture_output=True, text=True, **child_python(), timeout=120)
+    assert out.returncode == 0, f"child died ({out.returncode}): {out.stderr[-2000:]}"
+    return json.loads(out.stdout)
+
+
+def corrupted(src: Path, dst: Path, changes: dict[int, int]) -> Path:
+    data = bytearray(src.read_bytes())
+    for pos, value in changes.items():
+        data[pos] = value
+    dst.write_bytes(bytes(data))
+    return dst
+
+
+def test_corrupt_zstd_data_raises_naming_file_and_cluster(zstd_zim, tmp_path):
+    # The biggest zstd cluster holds pages (metadata clusters are small).
+    start, end, _codec = max((s for s in cluster_spans(zstd_zim) if s[2] == 5),
+                             key=lambda s: s[1] - s[0])
+    # The middle of the compressed stream, past the frame header.
+    mid = (start + end) // 2
+    bad = corrupted(zstd_zim, tmp_path / "bad.zim",
+                    {mid + k: zstd_zim.read_bytes()[mid + k] ^ 0xFF for k in range(8)})
+    outcome = read_corrupt(bad)
+    failed = [o for o in outcome if o[0] != "ok"]
+    assert failed, "a corrupt cluster read as valid content"
+    for kind, msg in failed:
+        assert kind == "ArchiveError", (kind, msg)
+        assert msg.startswith(str(bad)) and "\n" not in msg, msg
+        assert "cluster" in msg, msg
+    ok = {i for i, o in enumerate(outcome) if o[0] == "ok"}
+    assert all(bytes.fromhex(outcome[i][1]) == page_bytes(i) for i in ok)
+
+
+def test_random_cluster_corruption_never_crashes(zstd_zim, tmp_path):
+    """Byte changes anywhere in compressed clusters: content or ArchiveError."""
+    spans = [s for s in cluster_spans(zstd_zim) if s[2] == 5]
+    rnd = random.Random(4242)
+    src = zstd_zim.read_bytes()
+    kinds = set()
+    for trial in range(12):
+        changes = {}
+        for _ in range(rnd.choice([1, 3, 20])):
+            start, end, _ = rnd.choice(spans)
+            pos = rnd.randrange(start + 1, end)
+            changes[pos] = src[pos] ^ rnd.randrange(1, 256)
+        outcome = read_corrupt(corrupted(zstd_zim, tmp_path / f"t{trial}.zim", changes))
+        assert outcome[0] != "open", outcome  # only cluster bytes changed
+        for i, (kind, _detail) in enumerate(outcome):
+            # Without a checksum in the frame, changed bytes may still decode.
+            assert kind in ("ok", "ArchiveError"), (trial, i, kind, _detail)
+            kinds.add(kind)
+    assert "ArchiveError" in kinds  # the corruptions were seen
