@@ -18,6 +18,7 @@
 #include <lzma.h>
 #include <zstd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <list>
@@ -185,14 +186,14 @@ void start(Cluster &c, const OpenFile &f, uint32_t cluster, uint64_t pos, unsign
     c.started = true;
 }
 
-zim::Blob blob_of(Cluster &c, const OpenFile &f, uint32_t cluster, uint64_t pos,
+zim::Blob blob_of(Cluster &c, const OpenFile &f, const Header &h, uint32_t cluster,
                   unsigned char info, uint32_t blob) {
     std::lock_guard<std::mutex> lk(c.mu);
     if (!c.error.empty())
         throw zim::ZimFileFormatError(c.error);
     try {
         if (!c.started)
-            start(c, f, cluster, pos, info);
+            start(c, f, cluster, read_le(f, h.cluster_ptr_pos + 8 * (uint64_t)cluster, 8), info);
         // libzim gives an empty blob for a blob number past the cluster.
         if ((size_t)blob + 1 >= c.offsets.size())
             return zim::Blob();
@@ -217,7 +218,9 @@ zim::Blob blob_of(Cluster &c, const OpenFile &f, uint32_t cluster, uint64_t pos,
 // The most recently used compressed clusters of one file.
 class ClusterCache {
   public:
-    explicit ClusterCache(const Header &h, size_t capacity) : header(h), capacity_(capacity) {}
+    ClusterCache(const Header &h, size_t capacity)
+        : header(h), capacity_(capacity),
+          infos_(h.clusters <= kMaxInfos ? new std::atomic<uint8_t>[h.clusters]() : nullptr) {}
 
     const Header header;
 
@@ -237,12 +240,30 @@ class ClusterCache {
         return lru_.front().second;
     }
 
+    // The cluster's first byte (compression and offset width), read once:
+    // whether a read goes through this cache or to libzim is decided on it.
+    unsigned char info(const OpenFile &f, uint32_t cluster) {
+        if (infos_) {
+            const uint8_t v = infos_[cluster].load(std::memory_order_relaxed);
+            if (v & 0x80)
+                return v & 0x7f;
+        }
+        unsigned char b;
+        f.read(read_le(f, header.cluster_ptr_pos + 8 * (uint64_t)cluster, 8), &b, 1);
+        if (infos_)
+            infos_[cluster].store((uint8_t)(b | 0x80), std::memory_order_relaxed);
+        return b & 0x7f;
+    }
+
   private:
+    // One byte per cluster: 4 MiB at most.
+    static const uint32_t kMaxInfos = 1u << 22;
     std::mutex mu_;
     size_t capacity_;
     std::list<std::pair<uint32_t, std::shared_ptr<Cluster>>> lru_;
     std::unordered_map<uint32_t, std::list<std::pair<uint32_t, std::shared_ptr<Cluster>>>::iterator>
         map_;
+    std::unique_ptr<std::atomic<uint8_t>[]> infos_;  // 0: not read yet
 };
 
 std::shared_ptr<ClusterCache> make_cluster_cache(const OpenFile &f) {
@@ -258,7 +279,8 @@ std::shared_ptr<ClusterCache> make_cluster_cache(const OpenFile &f) {
 bool compressed_item_data(const OpenFile &f, const zim::Item &item, zim::Blob *out) {
     if (!f.clusters)
         return false;
-    const Header &h = f.clusters->header;
+    ClusterCache &cache = *f.clusters;
+    const Header &h = cache.header;
     const uint32_t index = item.getIndex();
     if (index >= h.entries)
         return false;
@@ -268,13 +290,11 @@ bool compressed_item_data(const OpenFile &f, const zim::Item &item, zim::Blob *o
     const uint32_t cluster = (uint32_t)load_le(d + 8, 4), blob = (uint32_t)load_le(d + 12, 4);
     if (load_le(d, 2) >= 0xfffd || cluster >= h.clusters)
         return false;  // libzim has its own word for these
-    const uint64_t pos = read_le(f, h.cluster_ptr_pos + 8 * (uint64_t)cluster, 8);
-    unsigned char info;
-    f.read(pos, &info, 1);
+    const unsigned char info = cache.info(f, cluster);
     const Codec codec = codec_of(info);
     if (codec == Codec::none || codec == Codec::other)
         return false;
-    *out = blob_of(*f.clusters->get(cluster), f, cluster, pos, info, blob);
+    *out = blob_of(*cache.get(cluster), f, h, cluster, info, blob);
     return true;
 }
 

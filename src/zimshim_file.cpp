@@ -120,10 +120,6 @@ bool find_dirent(const OpenFile &f, const Header &h, const std::string &long_pat
     return false;
 }
 
-// libzim 8.1.1's Archive constructor reads the title listings' blob offsets
-// without a bounds check (FileImpl::getTitleAccessor): a corrupt blob number
-// there is a segfault while opening. The same bound is checked here first,
-// from the file itself, since no libzim object exists yet.
 // The listing's dirent and the number of blobs of its cluster, when that
 // cluster is stored uncompressed (libzim skips a compressed listing).
 bool listing_cluster(const OpenFile &f, const Header &h, const std::string &name, Dirent *d,
