@@ -402,7 +402,8 @@ extern "C" void zs_item_free(zs_item *it) { delete it; }
 
 extern "C" int zs_item_size(zs_item *it, uint64_t *size, zs_error *err) {
     return guarded_on(it->file, err, -1, [&] {
-        *size = it->it.getSize();
+        if (!it->file || !compressed_item_size(*it->file, it->it, size))
+            *size = it->it.getSize();
         return 0;
     });
 }

@@ -186,31 +186,40 @@ void start(Cluster &c, const OpenFile &f, uint32_t cluster, uint64_t pos, unsign
     c.started = true;
 }
 
-zim::Blob blob_of(Cluster &c, const OpenFile &f, const Header &h, uint32_t cluster,
-                  unsigned char info, uint32_t blob) {
+// Runs f(c) under the cluster's lock, its offset table read; a format error
+// is kept, and every later read of the cluster throws it again.
+template <class F>
+auto with_cluster(Cluster &c, const OpenFile &f, const Header &h, uint32_t cluster,
+                  unsigned char info, F &&fn) -> decltype(fn()) {
     std::lock_guard<std::mutex> lk(c.mu);
     if (!c.error.empty())
         throw zim::ZimFileFormatError(c.error);
     try {
         if (!c.started)
             start(c, f, cluster, read_le(f, h.cluster_ptr_pos + 8 * (uint64_t)cluster, 8), info);
-        // libzim gives an empty blob for a blob number past the cluster.
-        if ((size_t)blob + 1 >= c.offsets.size())
-            return zim::Blob();
-        const uint64_t base = c.offsets.front(), b = c.offsets[blob], e = c.offsets[blob + 1];
-        if (e > c.ready) {
-            c.stream->decode(f, c.data.get() + (c.ready - base), (size_t)(e - c.ready), cluster);
-            c.ready = e;
-            if (c.ready == c.offsets.back())
-                c.stream.reset();
-        }
-        return zim::Blob(std::shared_ptr<const char>(c.data, c.data.get() + (b - base)),
-                         (zim::size_type)(e - b));
+        return fn();
     } catch (const zim::ZimFileFormatError &ex) {
         c.error = ex.what();
         c.stream.reset();
         throw;
     }
+}
+
+// libzim gives an empty blob, of size 0, for a blob number past the cluster.
+bool in_cluster(const Cluster &c, uint32_t blob) { return (size_t)blob + 1 < c.offsets.size(); }
+
+zim::Blob blob_of(Cluster &c, const OpenFile &f, uint32_t cluster, uint32_t blob) {
+    if (!in_cluster(c, blob))
+        return zim::Blob();
+    const uint64_t base = c.offsets.front(), b = c.offsets[blob], e = c.offsets[blob + 1];
+    if (e > c.ready) {
+        c.stream->decode(f, c.data.get() + (c.ready - base), (size_t)(e - c.ready), cluster);
+        c.ready = e;
+        if (c.ready == c.offsets.back())
+            c.stream.reset();
+    }
+    return zim::Blob(std::shared_ptr<const char>(c.data, c.data.get() + (b - base)),
+                     (zim::size_type)(e - b));
 }
 
 }  // namespace
@@ -276,25 +285,53 @@ std::shared_ptr<ClusterCache> make_cluster_cache(const OpenFile &f) {
     return std::make_shared<ClusterCache>(h, n > 0 ? (size_t)n : 1);
 }
 
-bool compressed_item_data(const OpenFile &f, const zim::Item &item, zim::Blob *out) {
+namespace {
+
+// Where item's content is, when that is a zstd or xz cluster.
+struct Where {
+    uint32_t cluster, blob;
+    unsigned char info;
+};
+
+bool locate(const OpenFile &f, const zim::Item &item, Where *w) {
     if (!f.clusters)
         return false;
-    ClusterCache &cache = *f.clusters;
-    const Header &h = cache.header;
+    const Header &h = f.clusters->header;
     const uint32_t index = item.getIndex();
     if (index >= h.entries)
         return false;
     const uint64_t dirent = read_le(f, h.path_ptr_pos + 8 * (uint64_t)index, 8);
     unsigned char d[16];
     f.read(dirent, d, sizeof d);
-    const uint32_t cluster = (uint32_t)load_le(d + 8, 4), blob = (uint32_t)load_le(d + 12, 4);
-    if (load_le(d, 2) >= 0xfffd || cluster >= h.clusters)
+    w->cluster = (uint32_t)load_le(d + 8, 4);
+    w->blob = (uint32_t)load_le(d + 12, 4);
+    if (load_le(d, 2) >= 0xfffd || w->cluster >= h.clusters)
         return false;  // libzim has its own word for these
-    const unsigned char info = cache.info(f, cluster);
-    const Codec codec = codec_of(info);
-    if (codec == Codec::none || codec == Codec::other)
+    w->info = f.clusters->info(f, w->cluster);
+    const Codec codec = codec_of(w->info);
+    return codec == Codec::xz || codec == Codec::zstd;
+}
+
+}  // namespace
+
+bool compressed_item_data(const OpenFile &f, const zim::Item &item, zim::Blob *out) {
+    Where w;
+    if (!locate(f, item, &w))
         return false;
-    *out = blob_of(*cache.get(cluster), f, h, cluster, info, blob);
+    Cluster &c = *f.clusters->get(w.cluster);
+    *out = with_cluster(c, f, f.clusters->header, w.cluster, w.info,
+                        [&] { return blob_of(c, f, w.cluster, w.blob); });
+    return true;
+}
+
+bool compressed_item_size(const OpenFile &f, const zim::Item &item, uint64_t *size) {
+    Where w;
+    if (!locate(f, item, &w))
+        return false;
+    Cluster &c = *f.clusters->get(w.cluster);
+    *size = with_cluster(c, f, f.clusters->header, w.cluster, w.info, [&]() -> uint64_t {
+        return in_cluster(c, w.blob) ? c.offsets[w.blob + 1] - c.offsets[w.blob] : 0;
+    });
     return true;
 }
 

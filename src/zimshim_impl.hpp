@@ -194,6 +194,9 @@ std::shared_ptr<ClusterCache> make_cluster_cache(const OpenFile &f);
 // The content of item when it is stored in a zstd or xz cluster, read
 // through f's cache; false for anything else (the caller reads it as before).
 bool compressed_item_data(const OpenFile &f, const zim::Item &item, zim::Blob *out);
+// Its size, from the cluster's offset table (libzim would read the cluster
+// into a cache of its own for that).
+bool compressed_item_size(const OpenFile &f, const zim::Item &item, uint64_t *size);
 
 }  // namespace zs_impl
 

@@ -77,6 +77,13 @@ def test_many_zstd_clusters_hold_the_written_bytes(zstd_zim):
             assert bytes(a.get_entry_by_path(f"p{i}").get_item().content) == page_bytes(i)
 
 
+def test_sizes_come_before_content(zstd_zim):
+    # item.size alone reads only the cluster's offset table.
+    with Archive(zstd_zim) as a:
+        sizes = [a.get_entry_by_path(f"p{i}").get_item().size for i in range(PAGES)]
+    assert sizes == [len(page_bytes(i)) for i in range(PAGES)]
+
+
 def test_views_outlive_eviction(zstd_zim):
     # One cluster cached: every other read evicts the one before.
     code = f"""
@@ -138,6 +145,7 @@ def test_suite_archives_match_zimdump(scheme, codec, tmp_path):
             e = a._get_entry_by_id(i)
             if e.is_redirect or e.path not in dumped:
                 continue
+            assert e.get_item().size == len(dumped[e.path]), e.path
             assert bytes(e.get_item().content) == dumped[e.path], e.path
             compared += 1
     assert compared >= 100
