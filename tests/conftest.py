@@ -19,6 +19,8 @@ import shutil
 import sys
 import sysconfig
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -174,3 +176,32 @@ def big_zim(tmp_path_factory) -> Path:
     out = root / "big.zim"
     build_zim_from_dir(html, out, title="Big test archive", fulltext=False)
     return out
+
+
+JOIN_TIMEOUT = 120
+
+
+def run_threads(targets, timeout=JOIN_TIMEOUT):
+    """Run each callable in its own thread, all released together by a
+    barrier; re-raise the first failure; a thread still running after
+    timeout seconds fails the test (a stall is a bug too)."""
+    barrier = threading.Barrier(len(targets))
+    errors: list[BaseException] = []
+
+    def wrap(fn):
+        try:
+            barrier.wait()
+            fn()
+        except BaseException as e:  # noqa: BLE001 - re-raised below
+            errors.append(e)
+
+    threads = [threading.Thread(target=wrap, args=(fn,), daemon=True) for fn in targets]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + timeout
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    stuck = [t.name for t in threads if t.is_alive()]
+    assert not stuck, f"threads still running after {timeout} s: {stuck}"
+    if errors:
+        raise errors[0]

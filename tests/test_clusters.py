@@ -16,7 +16,6 @@ import shutil
 import struct
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ import pytest
 from libzim import writer
 from libzim.reader import Archive
 
-from conftest import SUITE, child_python
+from conftest import SUITE, child_python, run_threads
 from writer_support import TextItem, add_required_metadata
 
 PAGES = 120
@@ -111,22 +110,14 @@ def test_threads_read_what_one_thread_reads(zstd_zim):
     with Archive(zstd_zim) as a:
         assert digest_of(a, range(PAGES)) == expected
     with Archive(zstd_zim) as shared:
-        results, errors = [], []
+        results = []
 
         def work(seed):
             order = list(range(PAGES)) * 3
             random.Random(seed).shuffle(order)
-            try:
-                results.append(digest_of(shared, order))
-            except BaseException as exc:  # reported below
-                errors.append(exc)
+            results.append(digest_of(shared, order))
 
-        threads = [threading.Thread(target=work, args=(s,)) for s in range(6)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    assert not errors
+        run_threads([lambda s=s: work(s) for s in range(6)])
     assert results == [expected] * 6
 
 

@@ -30,33 +30,9 @@ from libzim.search import Query, Searcher
 from search_fixtures import *  # noqa: F401,F403
 from search_fixtures import GEO_A, PAGES_A, PAGES_B, WIKIBOOKS_ZIM
 
-JOIN_TIMEOUT = 120
+from conftest import run_threads
 
 
-def run_threads(targets, timeout=JOIN_TIMEOUT):
-    """Run each callable in its own thread, all released together by a
-    barrier; re-raise the first failure; a thread still running after
-    timeout seconds fails the test (a stall is a bug too)."""
-    barrier = threading.Barrier(len(targets))
-    errors: list[BaseException] = []
-
-    def wrap(fn):
-        try:
-            barrier.wait()
-            fn()
-        except BaseException as e:  # noqa: BLE001 - re-raised below
-            errors.append(e)
-
-    threads = [threading.Thread(target=wrap, args=(fn,), daemon=True) for fn in targets]
-    for t in threads:
-        t.start()
-    deadline = time.monotonic() + timeout
-    for t in threads:
-        t.join(max(0.0, deadline - time.monotonic()))
-    stuck = [t.name for t in threads if t.is_alive()]
-    assert not stuck, f"threads still running after {timeout} s: {stuck}"
-    if errors:
-        raise errors[0]
 
 
 class native_delay:
