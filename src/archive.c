@@ -258,6 +258,7 @@ static void entry_dealloc(PyObject *self) {
 static PyObject *entry_title(PyObject *self, void *c) { (void)c; return zc_str(((EntryObject *)self)->info.title); }
 static PyObject *entry_path(PyObject *self, void *c) { (void)c; return zc_str(((EntryObject *)self)->info.path); }
 static PyObject *entry_index(PyObject *self, void *c) { (void)c; return PyLong_FromUnsignedLong(((EntryObject *)self)->info.index); }
+static PyObject *entry_fd(PyObject *self, void *c) { (void)c; return PyLong_FromLong(zs_entry_fd(((EntryObject *)self)->h)); }
 static PyObject *entry_is_redirect(PyObject *self, void *c) { (void)c; return PyBool_FromLong(((EntryObject *)self)->info.is_redirect); }
 
 static PyObject *entry_get_redirect_entry(PyObject *self, PyObject *noargs) {
@@ -310,6 +311,7 @@ static PyGetSetDef entry_getset[] = {
     {"title", entry_title, NULL, "Entry title.", NULL},
     {"path", entry_path, NULL, "Entry path.", NULL},
     {"_index", entry_index, NULL, "Entry index in path order.", NULL},
+    {"_fd", entry_fd, NULL, "Descriptor of the native copy that found the entry (-1: multi-part).", NULL},
     {"is_redirect", entry_is_redirect, NULL, "Whether the entry is a redirect.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
@@ -633,28 +635,58 @@ static int spare_cap(void) {
     return c;
 }
 
-enum { LEASED_OWN = -1, SHARED_OWN = -2, LEASED_SPARE = 0 };
+/* The handle this thread tries first: 0 the archive's own, k spare slot k-1.
+ * Threads are numbered as they first look something up, so threads started
+ * together prefer different handles.  An entry keeps the handle that found it
+ * and its item is made through it without a lease; when two threads traded
+ * handles from lookup to lookup, one's get_item() met the other's lookup in
+ * libzim's dirent lock (futex waits in Entry::getItem).  Once each thread has
+ * a handle of its own it keeps it: the other takes a spare only when the
+ * archive's own is busy, and the archive's own only when its spare is. */
+static int preferred_handle(void) {
+    static atomic_uint threads;
+    static _Thread_local unsigned number;
+    if (!number)
+        number = atomic_fetch_add(&threads, 1) + 1;
+    return (int)(number % (unsigned)(spare_cap() + 1));
+}
 
-/* The handle one lookup runs on: the archive's own when no other call is in
- * it (always so while the GIL is held), else an idle copy, else a new copy
- * (up to spare_cap()), else the archive's own, shared.  Touches no Python
- * object: runs with or without the GIL.  Entries remember the copy that
- * found them, so their items read through it too. */
+static zs_archive *take_spare(ArchiveObject *a, int i) {
+    if (!atomic_load_explicit(&a->spare[i], memory_order_relaxed))
+        return NULL;  /* no write: the slot's cache line stays shared */
+    return atomic_exchange(&a->spare[i], NULL);
+}
+
+/* how: LEASED_OWN, SHARED_OWN, or the spare slot to give the copy back to. */
+enum { LEASED_OWN = -1, SHARED_OWN = -2 };
+
+/* The handle one lookup runs on: the thread's preferred one if idle, else the
+ * archive's own when no other call is in it (always so while the GIL is
+ * held, and spares exist only once calls overlapped), else an idle copy, else
+ * a new copy (up to spare_cap()), else the archive's own, shared.  Touches no
+ * Python object: runs with or without the GIL.  Entries remember the copy
+ * that found them, so their items read through it too. */
 static zs_archive *lease(ArchiveObject *a, zs_archive *h, int *how) {
+    int mine = preferred_handle() - 1;
+    zs_archive *c;
+    if (mine >= 0 && (c = take_spare(a, mine))) {
+        *how = mine;
+        return c;
+    }
     if (!atomic_exchange(&a->primary_busy, 1)) {
         *how = LEASED_OWN;
         return h;
     }
-    *how = LEASED_SPARE;
     for (int i = 0; i < ZC_SPARES; i++) {
-        zs_archive *c = atomic_exchange(&a->spare[i], NULL);
-        if (c)
+        if ((c = take_spare(a, i))) {
+            *how = i;
             return c;
+        }
     }
+    *how = mine >= 0 ? mine : 0;
     if (atomic_fetch_add(&a->spares_made, 1) < spare_cap()) {
         zs_error err;
-        zs_archive *c = zs_archive_clone(h, &err);
-        if (c)
+        if ((c = zs_archive_clone(h, &err)))
             return c;
     }
     atomic_fetch_sub(&a->spares_made, 1);
@@ -670,7 +702,8 @@ static void give_back(ArchiveObject *a, zs_archive *c, int how) {
     if (how == SHARED_OWN)
         return;
     if (!zc_guard_closed(&a->guard)) {
-        for (int i = 0; i < ZC_SPARES; i++) {
+        for (int k = 0; k < ZC_SPARES; k++) {
+            int i = (how + k) % ZC_SPARES;  /* its own slot first */
             zs_archive *expected = NULL;
             if (atomic_compare_exchange_strong(&a->spare[i], &expected, c)) {
                 /* close() may have marked the guard and dropped the spares

@@ -104,9 +104,9 @@ enum { ZS_RANGE_OFFSET = 1, ZS_RANGE_SIZE = 2 };
 zs_archive *zs_archive_open(const char *path, unsigned range, uint64_t offset,
                             uint64_t size, zs_archive_info *info, zs_error *err);
 /* Another handle on the same archive with its own libzim Archive (caches,
- * locks) over a dup() of the same descriptor, so threads using different
- * clones do not contend inside libzim.  A multi-part archive's clone shares
- * the libzim Archive. */
+ * locks) over the same file, reopened (zimshim_file.cpp), so threads using
+ * different clones do not contend inside libzim.  A multi-part archive's
+ * clone shares the libzim Archive. */
 zs_archive *zs_archive_clone(zs_archive *a, zs_error *err);
 void zs_archive_free(zs_archive *a);
 
@@ -160,6 +160,9 @@ int zs_archive_validate(zs_archive *a, unsigned mask, unsigned *failed, zs_error
 /* ---- entry / item / blob ------------------------------------------------- */
 
 void zs_entry_free(zs_entry *e);
+/* The descriptor the entry reads through (which native copy found it;
+ * -1 for a multi-part archive).  For tests. */
+int zs_entry_fd(const zs_entry *e);
 zs_entry *zs_entry_redirect(zs_entry *e, zs_entry_info *info, zs_error *err);
 /* The item behind the entry, following redirects (as python-libzim does). */
 zs_item *zs_entry_item(zs_entry *e, zs_item_info *info, zs_error *err);

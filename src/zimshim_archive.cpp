@@ -386,6 +386,8 @@ extern "C" int zs_archive_validate(zs_archive *a, unsigned mask, unsigned *faile
 
 extern "C" void zs_entry_free(zs_entry *e) { delete e; }
 
+extern "C" int zs_entry_fd(const zs_entry *e) { return e->file ? e->file->fd : -1; }
+
 extern "C" zs_entry *zs_entry_redirect(zs_entry *e, zs_entry_info *info, zs_error *err) {
     return guarded_on(e->file, err, (zs_entry *)nullptr, [&]() -> zs_entry * {
         if (!e->e.isRedirect())

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <memory>
@@ -262,11 +263,30 @@ zim::Archive open_archive(const OpenFile &f) {
     return zim::Archive(f.fd);
 }
 
+// The same file as fd, whatever has become of its path, under an open file
+// description of its own.  A dup() shares fd's, whose position lock every
+// lseek takes: check_size() on two copies used by two threads then queued on
+// one kernel lock, where two independently opened Archives do not.  (libzim
+// reads through "/dev/fd/N", a description of its own either way.)  Falls back
+// to dup() where /proc is not there or reopening is refused.
+static int reopen(int fd) {
+    char link[40];
+    std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    int d = ::open(link, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+    struct stat was, now;
+    if (d >= 0 && ::fstat(fd, &was) == 0 && ::fstat(d, &now) == 0 && was.st_dev == now.st_dev &&
+        was.st_ino == now.st_ino)
+        return d;
+    if (d >= 0)
+        ::close(d);
+    return ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+}
+
 ArchiveCopy copy_archive(const std::shared_ptr<OpenFile> &file, const zim::Archive &a) {
     if (!file)
         return ArchiveCopy{nullptr, a};  // multi-part: shared (zimshim_impl.hpp)
     std::shared_ptr<OpenFile> d(new OpenFile(*file));
-    d->fd = ::fcntl(file->fd, F_DUPFD_CLOEXEC, 0);
+    d->fd = reopen(file->fd);
     if (d->fd < 0)
         throw std::runtime_error(std::string("cannot duplicate the archive's descriptor: ") +
                                  std::strerror(errno));

@@ -166,8 +166,9 @@ void pread_exact(int fd, void *buf, size_t len, uint64_t pos);
 zim::Archive open_archive(const OpenFile &f);
 // Refuses corruption that would crash libzim 8.1.1's Archive constructor.
 void check_title_listings(const OpenFile &f);
-// Another independent zim::Archive (its own caches and locks) over a dup()
-// of the same descriptor; for a multi-part archive, the same one.
+// Another independent zim::Archive (its own caches and locks) over the same
+// file, reopened through /proc/self/fd (dup() if that fails); for a
+// multi-part archive, the same one.
 ArchiveCopy copy_archive(const std::shared_ptr<OpenFile> &file, const zim::Archive &a);
 
 struct Header {

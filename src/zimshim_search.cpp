@@ -28,7 +28,7 @@ namespace {
 // search result's title is a lookup; two threads searching through one
 // Archive contend there (a shared Searcher ran at 75% of independent ones,
 // measured).  So every pooled searcher but the first reads through its own
-// copy of each archive, made over a dup() of the archive's descriptor: the
+// copy of each archive, made by reopening the archive's descriptor: the
 // same file, whatever happened to the path since (copy_archive).
 struct Slot {
     uint64_t gen = ~uint64_t(0);

@@ -148,6 +148,80 @@ def test_shared_archive_lends_copies_to_concurrent_lookups(reference):
         a.get_entry_by_path(recs[0][1])
 
 
+def _descriptors_of(path) -> set[int]:
+    target = os.path.realpath(path)
+    found = set()
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if os.path.realpath(f"/proc/self/fd/{name}") == target:
+                found.add(int(name))
+        except OSError:  # closed meanwhile (listdir's own descriptor)
+            pass
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd to find descriptors")
+def test_archive_copies_read_through_open_file_descriptions_of_their_own():
+    """A copy shares no open file description with the archive (a dup() would):
+    the kernel serialises seeks on a shared one and moves its reference count
+    between cores on every read.  Positions set on each descriptor stay apart."""
+    from libzim import _libzim
+
+    path = SUITE / "nons" / WIKIBOOKS
+    before = _descriptors_of(path)
+    a = Archive(path)
+    paths = [e.path for e in a.iter_by_path()]
+    previous = _libzim._test_delay(2_000)
+    try:
+        for _attempt in range(20):  # until two lookups overlap
+            with ThreadPoolExecutor(3) as pool:
+                list(pool.map(lambda k: [a.get_entry_by_path(p) for p in paths[k::3]], range(3)))
+            if a._spares:
+                break
+    finally:
+        _libzim._test_delay(previous)
+    assert a._spares >= 1, "no lookups overlapped in 20 attempts"
+    fds = sorted(_descriptors_of(path) - before)
+    assert len(fds) >= 1 + a._spares, (fds, a._spares)
+    for k, fd in enumerate(fds):
+        os.lseek(fd, 1000 + k, os.SEEK_SET)
+    assert [os.lseek(fd, 0, os.SEEK_CUR) for fd in fds] == [1000 + k for k in range(len(fds))]
+    a.close()
+
+
+def test_threads_keep_to_their_own_copy_of_a_shared_archive():
+    """Two threads looking up on one Archive settle on one native handle each
+    (an entry's item is read through the handle that found it, without a
+    lease, so handles traded between threads met in libzim's lock).  Both
+    pause between lookups, so each often finds the other's handle idle."""
+    from libzim import _libzim
+
+    path = SUITE / "nons" / WIKIBOOKS
+    a = Archive(path)
+    paths = [e.path for e in a.iter_by_path()][:40]
+    start = threading.Barrier(2)
+
+    def work(pause):
+        start.wait()
+        fds = []
+        for p in paths:
+            fds.append(a.get_entry_by_path(p)._fd)
+            time.sleep(pause)
+        return fds
+
+    previous = _libzim._test_delay(1_000)  # lookups overlap, without the GIL
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            got = list(pool.map(work, (0.002, 0.0035)))
+    finally:
+        _libzim._test_delay(previous)
+    assert a._spares >= 1
+    settled = [fds[10:] for fds in got]  # the first lookups find who holds what
+    assert [len(set(s)) for s in settled] == [1, 1], got
+    assert settled[0][0] != settled[1][0], got
+    a.close()
+
+
 # ---- close() racing readers ------------------------------------------------------
 
 
