@@ -1170,6 +1170,14 @@ static PyObject *a_spares(PyObject *self, void *c) {
     return PyLong_FromLong(atomic_load(&ARCHIVE(self)->spares_made));
 }
 
+static PyObject *a_cluster_cache(PyObject *self, void *c) {
+    (void)c;
+    uint64_t id = ARCHIVE(self)->info.cluster_cache;
+    if (!id)
+        Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong(id);
+}
+
 static PyObject *a_range(PyObject *self, void *c) {
     (void)c;
     ArchiveObject *a = ARCHIVE(self);
@@ -1299,6 +1307,8 @@ static PyGetSetDef archive_getset[] = {
     {"closed", a_closed, NULL, "Whether close() was called.", NULL},
     {"_range", a_range, NULL, "(offset, size) when opened inside a larger file, else None.", NULL},
     {"_spares", a_spares, NULL, "Native copies made for concurrent lookups so far.", NULL},
+    {"_cluster_cache", a_cluster_cache, NULL,
+     "Identity of the decoded-cluster cache shared by Archives of the same file, or None.", NULL},
     {"filesize", a_filesize, NULL, "Size of the archive in bytes (all parts).", NULL},
     {"all_entry_count", a_all_entry_count, NULL, "Number of entries, internal ones included.", NULL},
     {"entry_count", a_entry_count, NULL, "Number of user entries.", NULL},

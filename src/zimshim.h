@@ -73,6 +73,7 @@ typedef struct {
     int has_checksum, has_main_entry;
     int is_multipart, has_new_namespace_scheme;
     uint32_t dirent_cache_max;  /* per-archive dirent cache size set at open */
+    uint64_t cluster_cache;     /* identity of its decoded-cluster cache (0: none); tests */
 } zs_archive_info;
 
 /* Facts about an entry, gathered when the entry is looked up. */

@@ -184,6 +184,7 @@ extern "C" zs_archive *zs_archive_open(const char *path, unsigned range, uint64_
         const char *env = std::getenv("ZIM_DIRENTCACHE");
         long dc = env ? std::strtol(env, nullptr, 10) : 512;
         info->dirent_cache_max = dc > 0 ? (uint32_t)dc : 512;
+        info->cluster_cache = h->file ? (uint64_t)(uintptr_t)h->file->clusters.get() : 0;
         return h.release();
     });
 }

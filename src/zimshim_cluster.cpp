@@ -10,9 +10,10 @@
 // and spent 65% more CPU per snippet search, where two processes scaled.
 // Here a compressed cluster is read with pread, 64 KiB at a time, and decoded
 // into memory of its own. Decoding stops at the blob asked for, as libzim's
-// does, and resumes from there for a later blob. The cache belongs to the
-// file, so every libzim copy of an archive (pooled searchers, spare lookup
-// copies) shares it, where libzim keeps one per copy.
+// does, and resumes from there for a later blob. There is one cache per file
+// in the process, shared by every Archive opened on it and every libzim copy
+// of those (pooled searchers, spare lookup copies), where libzim keeps one
+// per copy.
 #include "zimshim_impl.hpp"
 
 #include <lzma.h>
@@ -22,8 +23,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <list>
+#include <map>
 #include <mutex>
+#include <tuple>
 #include <unordered_map>
+
+#include <sys/stat.h>
 
 namespace zs_impl {
 
@@ -275,14 +280,42 @@ class ClusterCache {
     std::unique_ptr<std::atomic<uint8_t>[]> infos_;  // 0: not read yet
 };
 
+namespace {
+
+// Which bytes a cache holds: the file (device, inode and last change, so a
+// file rewritten in place or replaced is another key), the archive's range
+// in it, and the cache's size.
+using CacheKey = std::tuple<dev_t, ino_t, int64_t, int64_t, uint64_t, uint64_t, size_t>;
+
+std::mutex g_caches_mu;
+std::map<CacheKey, std::weak_ptr<ClusterCache>> g_caches;
+
+}  // namespace
+
+// One cache per file and process: every Archive opened on the same file
+// (one per thread, say) shares the decoded clusters, as copies of one
+// Archive do.
 std::shared_ptr<ClusterCache> make_cluster_cache(const OpenFile &f) {
     Header h;
-    if (!read_header(f, &h))
+    struct stat st;
+    if (!read_header(f, &h) || ::fstat(f.fd, &st) != 0)
         return nullptr;
     // libzim's own setting and default, read at open as libzim reads it.
     const char *env = std::getenv("ZIM_CLUSTERCACHE");
-    long n = env ? std::strtol(env, nullptr, 10) : 16;
-    return std::make_shared<ClusterCache>(h, n > 0 ? (size_t)n : 1);
+    const long n = env ? std::strtol(env, nullptr, 10) : 16;
+    const size_t capacity = n > 0 ? (size_t)n : 1;
+    const CacheKey key{st.st_dev, st.st_ino, (int64_t)st.st_mtim.tv_sec,
+                       (int64_t)st.st_mtim.tv_nsec, f.offset, f.size, capacity};
+    std::lock_guard<std::mutex> lk(g_caches_mu);
+    for (auto it = g_caches.begin(); it != g_caches.end();)
+        it = it->second.expired() ? g_caches.erase(it) : std::next(it);
+    std::weak_ptr<ClusterCache> &slot = g_caches[key];
+    std::shared_ptr<ClusterCache> cache = slot.lock();
+    if (!cache) {
+        cache = std::make_shared<ClusterCache>(h, capacity);
+        slot = cache;
+    }
+    return cache;
 }
 
 namespace {

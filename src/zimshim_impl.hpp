@@ -46,7 +46,8 @@ struct OpenFile {
     bool ranged = false;    // opened with offset= or size=
     bool blockdev = false;  // fstat's size is 0: libzim must be told the size
     uint64_t offset = 0, size = 0;  // the archive's bytes in the file
-    // Decompressed clusters, shared by every copy (zimshim_cluster.cpp);
+    // Decompressed clusters, shared by every OpenFile of the same file in
+    // the process (zimshim_cluster.cpp);
     // null when the header could not be read (libzim then refuses the file).
     std::shared_ptr<ClusterCache> clusters;
     OpenFile() = default;
@@ -190,7 +191,8 @@ bool find_dirent(const OpenFile &f, const Header &h, const std::string &long_pat
 
 // ---- content of compressed clusters (zimshim_cluster.cpp) ----
 
-// The cache for f's archive, sized as libzim sizes its own (ZIM_CLUSTERCACHE).
+// The cache for f's file (one per file and process), sized as libzim sizes
+// its own (ZIM_CLUSTERCACHE).
 std::shared_ptr<ClusterCache> make_cluster_cache(const OpenFile &f);
 // The content of item when it is stored in a zstd or xz cluster, read
 // through f's cache; false for anything else (the caller reads it as before).

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import shutil
 import struct
@@ -87,6 +88,7 @@ def test_views_outlive_eviction(zstd_zim):
     # One cluster cached: every other read evicts the one before.
     code = f"""
 import json
+import os
 from libzim.reader import Archive
 a = Archive({str(zstd_zim)!r})
 views = [a.get_entry_by_path(f"p{{i}}").get_item().content for i in range({PAGES})]
@@ -99,6 +101,25 @@ print(json.dumps([bytes(v).hex() for v in views] + [b.hex() for b in reversed(ag
     got = [bytes.fromhex(h) for h in json.loads(out.stdout)]
     expected = [page_bytes(i) for i in range(PAGES)]
     assert got == expected + expected
+
+
+def test_archives_of_one_file_share_one_cache(zstd_zim, tmp_path):
+    path = tmp_path / "p.zim"
+    shutil.copyfile(zstd_zim, path)
+    with Archive(path) as a, Archive(path) as b, Archive(zstd_zim) as other:
+        assert a._cluster_cache is not None
+        assert a._cluster_cache == b._cluster_cache  # one file: one cache
+        assert other._cluster_cache != a._cluster_cache
+        # Replaced atomically: a new Archive reads the new file, not the
+        # old file's decoded clusters.
+        new = tmp_path / "new.zim"
+        shutil.copyfile(zstd_zim, new)
+        new.write_bytes(new.read_bytes())  # a file of its own
+        os.replace(new, path)
+        with Archive(path) as c:
+            assert c._cluster_cache not in (a._cluster_cache, other._cluster_cache)
+            assert bytes(c.get_entry_by_path("p7").get_item().content) == page_bytes(7)
+        assert bytes(a.get_entry_by_path("p7").get_item().content) == page_bytes(7)
 
 
 def test_threads_read_what_one_thread_reads(zstd_zim):
