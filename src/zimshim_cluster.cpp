@@ -154,13 +154,17 @@ uint64_t read_le(const OpenFile &f, uint64_t pos, int width) {
 }  // namespace
 
 // A compressed cluster, decoded as far as reads have needed.
+// Reads of blobs already decoded take no lock: offsets and data are set once,
+// before `started` is published, and bytes below `ready` never change. mu
+// serialises decoding (and guards error and stream). (Publishing each decoded
+// step to waiting threads was tried: more wake-ups, slower.)
 struct Cluster {
     std::mutex mu;
-    bool started = false;
-    std::string error;                  // set once: every later read throws it
+    std::atomic<bool> started{false};
+    std::string error;                  // set once: later decoding throws it
     std::vector<uint64_t> offsets;      // blob i is [offsets[i], offsets[i+1])
     std::shared_ptr<char> data;         // offsets.back() bytes, decoded up to `ready`
-    uint64_t ready = 0;
+    std::atomic<uint64_t> ready{0};
     std::unique_ptr<Stream> stream;     // null once fully decoded
 };
 
@@ -187,12 +191,13 @@ void start(Cluster &c, const OpenFile &f, uint32_t cluster, uint64_t pos, unsign
     }
     // Address space only: pages are touched as they are decoded.
     c.data.reset(new char[(size_t)(c.offsets.back() - first) + 1], std::default_delete<char[]>());
-    c.ready = first;
-    c.started = true;
+    c.ready.store(first, std::memory_order_relaxed);
+    c.started.store(true, std::memory_order_release);
 }
 
 // Runs f(c) under the cluster's lock, its offset table read; a format error
-// is kept, and every later read of the cluster throws it again.
+// is kept, and every later read that needs more of the cluster throws it
+// again (blobs decoded before it stay readable).
 template <class F>
 auto with_cluster(Cluster &c, const OpenFile &f, const Header &h, uint32_t cluster,
                   unsigned char info, F &&fn) -> decltype(fn()) {
@@ -200,7 +205,7 @@ auto with_cluster(Cluster &c, const OpenFile &f, const Header &h, uint32_t clust
     if (!c.error.empty())
         throw zim::ZimFileFormatError(c.error);
     try {
-        if (!c.started)
+        if (!c.started.load(std::memory_order_relaxed))
             start(c, f, cluster, read_le(f, h.cluster_ptr_pos + 8 * (uint64_t)cluster, 8), info);
         return fn();
     } catch (const zim::ZimFileFormatError &ex) {
@@ -213,18 +218,38 @@ auto with_cluster(Cluster &c, const OpenFile &f, const Header &h, uint32_t clust
 // libzim gives an empty blob, of size 0, for a blob number past the cluster.
 bool in_cluster(const Cluster &c, uint32_t blob) { return (size_t)blob + 1 < c.offsets.size(); }
 
+zim::Blob view(const Cluster &c, uint32_t blob) {
+    const uint64_t base = c.offsets.front(), b = c.offsets[blob], e = c.offsets[blob + 1];
+    return zim::Blob(std::shared_ptr<const char>(c.data, c.data.get() + (b - base)),
+                     (zim::size_type)(e - b));
+}
+
+// The blob, if the cluster has decoded it already: no lock taken.
+bool decoded_blob(const Cluster &c, uint32_t blob, zim::Blob *out) {
+    if (!c.started.load(std::memory_order_acquire))
+        return false;
+    if (!in_cluster(c, blob))
+        *out = zim::Blob();
+    else if (c.offsets[blob + 1] <= c.ready.load(std::memory_order_acquire))
+        *out = view(c, blob);
+    else
+        return false;
+    return true;
+}
+
+// Under c.mu: decodes up to the end of blob.
 zim::Blob blob_of(Cluster &c, const OpenFile &f, uint32_t cluster, uint32_t blob) {
     if (!in_cluster(c, blob))
         return zim::Blob();
-    const uint64_t base = c.offsets.front(), b = c.offsets[blob], e = c.offsets[blob + 1];
-    if (e > c.ready) {
-        c.stream->decode(f, c.data.get() + (c.ready - base), (size_t)(e - c.ready), cluster);
-        c.ready = e;
-        if (c.ready == c.offsets.back())
+    const uint64_t base = c.offsets.front(), e = c.offsets[blob + 1];
+    const uint64_t ready = c.ready.load(std::memory_order_relaxed);
+    if (e > ready) {
+        c.stream->decode(f, c.data.get() + (ready - base), (size_t)(e - ready), cluster);
+        c.ready.store(e, std::memory_order_release);
+        if (e == c.offsets.back())
             c.stream.reset();
     }
-    return zim::Blob(std::shared_ptr<const char>(c.data, c.data.get() + (b - base)),
-                     (zim::size_type)(e - b));
+    return view(c, blob);
 }
 
 }  // namespace
@@ -352,6 +377,8 @@ bool compressed_item_data(const OpenFile &f, const zim::Item &item, zim::Blob *o
     if (!locate(f, item, &w))
         return false;
     Cluster &c = *f.clusters->get(w.cluster);
+    if (decoded_blob(c, w.blob, out))
+        return true;
     *out = with_cluster(c, f, f.clusters->header, w.cluster, w.info,
                         [&] { return blob_of(c, f, w.cluster, w.blob); });
     return true;
@@ -362,9 +389,13 @@ bool compressed_item_size(const OpenFile &f, const zim::Item &item, uint64_t *si
     if (!locate(f, item, &w))
         return false;
     Cluster &c = *f.clusters->get(w.cluster);
-    *size = with_cluster(c, f, f.clusters->header, w.cluster, w.info, [&]() -> uint64_t {
+    auto blob_size = [&]() -> uint64_t {
         return in_cluster(c, w.blob) ? c.offsets[w.blob + 1] - c.offsets[w.blob] : 0;
-    });
+    };
+    // Sizes need the offset table only, fixed once the cluster has started.
+    *size = c.started.load(std::memory_order_acquire)
+                ? blob_size()
+                : with_cluster(c, f, f.clusters->header, w.cluster, w.info, blob_size);
     return true;
 }
 
