@@ -376,7 +376,9 @@ bool compressed_item_data(const OpenFile &f, const zim::Item &item, zim::Blob *o
     Where w;
     if (!locate(f, item, &w))
         return false;
-    Cluster &c = *f.clusters->get(w.cluster);
+    // Held for the whole read: another thread's get() may evict it meanwhile.
+    const std::shared_ptr<Cluster> held = f.clusters->get(w.cluster);
+    Cluster &c = *held;
     if (decoded_blob(c, w.blob, out))
         return true;
     *out = with_cluster(c, f, f.clusters->header, w.cluster, w.info,
@@ -388,7 +390,9 @@ bool compressed_item_size(const OpenFile &f, const zim::Item &item, uint64_t *si
     Where w;
     if (!locate(f, item, &w))
         return false;
-    Cluster &c = *f.clusters->get(w.cluster);
+    // Held for the whole read: another thread's get() may evict it meanwhile.
+    const std::shared_ptr<Cluster> held = f.clusters->get(w.cluster);
+    Cluster &c = *held;
     auto blob_size = [&]() -> uint64_t {
         return in_cluster(c, w.blob) ? c.offsets[w.blob + 1] - c.offsets[w.blob] : 0;
     };

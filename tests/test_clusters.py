@@ -142,6 +142,45 @@ def test_threads_read_what_one_thread_reads(zstd_zim):
     assert results == [expected] * 6
 
 
+EVICTING_CHILD = r"""
+import hashlib, json, random, sys, threading
+from libzim.reader import Archive
+path, pages, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+archives = [Archive(path) for _ in range(4)]  # one cache for all: one file
+seen, errors = [], []
+
+def work(k):
+    try:
+        rnd, out = random.Random(k), {}
+        for _ in range(rounds):
+            i = rnd.randrange(pages)
+            out[i] = hashlib.sha256(archives[k].get_entry_by_path(f"p{i}").get_item().content).hexdigest()
+        seen.append(out)
+    except BaseException as exc:
+        errors.append(repr(exc))
+
+threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(json.dumps({"seen": seen, "errors": errors}))
+"""
+
+
+def test_eviction_while_other_threads_decode(zstd_zim):
+    """A one-cluster cache shared by four Archives: every read evicts the
+    cluster another thread may be decoding (a use after free once)."""
+    out = subprocess.run([sys.executable, "-c", EVICTING_CHILD, str(zstd_zim), str(PAGES), "400"],
+                         capture_output=True, text=True, **child_python(ZIM_CLUSTERCACHE="1"),
+                         timeout=300)
+    assert out.returncode == 0, f"child died ({out.returncode}): {out.stderr[-2000:]}"
+    result = json.loads(out.stdout)
+    assert result["errors"] == []
+    assert len(result["seen"]) == 4
+    expected = {i: hashlib.sha256(page_bytes(i)).hexdigest() for i in range(PAGES)}
+    for out_k in result["seen"]:
+        assert {int(i): d for i, d in out_k.items()} == {int(i): expected[int(i)] for i in out_k}
+
+
 @pytest.mark.parametrize("scheme, codec", [("nons", 5), ("withns", 4)])
 def test_suite_archives_match_zimdump(scheme, codec, tmp_path):
     path = SUITE / scheme / "wikibooks_be_all_nopic_2017-02.zim"
