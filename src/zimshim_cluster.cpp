@@ -19,6 +19,7 @@
 #include <lzma.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -179,15 +180,20 @@ void start(Cluster &c, const OpenFile &f, uint32_t cluster, uint64_t pos, unsign
     const uint64_t first = load_le(b, width);
     if (first < (uint64_t)width || first % width || first > kMaxCluster)
         corrupt(cluster, "bad offset table size " + std::to_string(first));
-    std::vector<char> table((size_t)(first - width));
-    c.stream->decode(f, table.data(), table.size(), cluster);
-    c.offsets.reserve((size_t)(first / width));
-    c.offsets.push_back(first);
-    for (size_t i = 0; i < table.size(); i += width) {
-        const uint64_t v = load_le(reinterpret_cast<unsigned char *>(&table[i]), width);
-        if (v < c.offsets.back() || v > kMaxCluster)
-            corrupt(cluster, "blob offsets out of order");
-        c.offsets.push_back(v);
+    // Read in steps: a corrupt table size then fails when the stream ends,
+    // before anything that large is allocated.
+    c.offsets.assign(1, first);
+    char step[4096];
+    for (uint64_t left = first - width; left > 0;) {
+        const size_t n = (size_t)std::min<uint64_t>(left, sizeof step);
+        c.stream->decode(f, step, n, cluster);
+        for (size_t i = 0; i < n; i += width) {
+            const uint64_t v = load_le(reinterpret_cast<unsigned char *>(step + i), width);
+            if (v < c.offsets.back() || v > kMaxCluster)
+                corrupt(cluster, "blob offsets out of order");
+            c.offsets.push_back(v);
+        }
+        left -= n;
     }
     // Address space only: pages are touched as they are decoded.
     c.data.reset(new char[(size_t)(c.offsets.back() - first) + 1], std::default_delete<char[]>());
@@ -195,9 +201,9 @@ void start(Cluster &c, const OpenFile &f, uint32_t cluster, uint64_t pos, unsign
     c.started.store(true, std::memory_order_release);
 }
 
-// Runs f(c) under the cluster's lock, its offset table read; a format error
-// is kept, and every later read that needs more of the cluster throws it
-// again (blobs decoded before it stay readable).
+// Runs f(c) under the cluster's lock, its offset table read; an error is
+// kept, and every later read that needs more of the cluster throws it again
+// (blobs decoded before it stay readable).
 template <class F>
 auto with_cluster(Cluster &c, const OpenFile &f, const Header &h, uint32_t cluster,
                   unsigned char info, F &&fn) -> decltype(fn()) {
@@ -208,8 +214,12 @@ auto with_cluster(Cluster &c, const OpenFile &f, const Header &h, uint32_t clust
         if (!c.started.load(std::memory_order_relaxed))
             start(c, f, cluster, read_le(f, h.cluster_ptr_pos + 8 * (uint64_t)cluster, 8), info);
         return fn();
-    } catch (const zim::ZimFileFormatError &ex) {
-        c.error = ex.what();
+    } catch (const std::exception &ex) {
+        // Whatever failed (corrupt data, a read error, memory), the stream
+        // stopped at an unknown point: decoding on from it would misplace bytes.
+        c.error = dynamic_cast<const zim::ZimFileFormatError *>(&ex)
+                      ? ex.what()
+                      : "cluster " + std::to_string(cluster) + ": an earlier read failed: " + ex.what();
         c.stream.reset();
         throw;
     }
