@@ -257,10 +257,30 @@ std::shared_ptr<OpenFile> open_archive_file(const char *path, unsigned range, ui
     return f;
 }
 
+// Whether the archive's bytes start with the ZIM magic number.
+static bool has_zim_magic(const OpenFile &f) {
+    unsigned char b[4];
+    try {
+        f.read(0, b, sizeof b);
+    } catch (const std::exception &) {
+        return false;  // fewer than 4 bytes
+    }
+    return load_le(b, 4) == 72173914;
+}
+
 zim::Archive open_archive(const OpenFile &f) {
-    if (f.ranged || f.blockdev)
-        return zim::Archive(f.fd, (zim::offset_type)f.offset, (zim::size_type)f.size);
-    return zim::Archive(f.fd);
+    try {
+        if (f.ranged || f.blockdev)
+            return zim::Archive(f.fd, (zim::offset_type)f.offset, (zim::size_type)f.size);
+        return zim::Archive(f.fd);
+    } catch (const std::exception &e) {
+        // libzim's words for a file that is no ZIM at all ("Invalid magic
+        // number", "zim-file is too small to contain a header") do not say
+        // so to someone who opened the wrong file: say it first.
+        if (!has_zim_magic(f))
+            throw zim::ZimFileFormatError("not a ZIM archive: " + one_line(e.what()));
+        throw;
+    }
 }
 
 // The same file as fd, whatever has become of its path, under an open file
