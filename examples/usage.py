@@ -3,6 +3,10 @@
 
     python examples/usage.py ARCHIVE [ENTRY_PATH] [QUERY] [TITLE_PREFIX]
 
+ENTRY_PATH defaults to the archive's main entry (a random article if it has
+none); an empty ENTRY_PATH does the same. The demo archive (`python -m libzim
+demo` prints its path) is ~/.cache/libzim-c/python3-doc__python3-doc_*.zim.
+
 tools/test.sh checks this file with `mypy --strict` and pyright against the
 package installed from the sdist, so the shipped stubs are what a user's type
 checker sees. The annotations below are the types the README promises.
@@ -20,12 +24,21 @@ from libzim.suggestion import SuggestionSearcher
 from libzim.version import get_libzim_version
 
 
+def pick_entry(archive: Archive, entry_path: str) -> Entry:
+    """The entry asked for; else the main entry; else a random article."""
+    if entry_path:
+        return archive.get_entry_by_path(entry_path)
+    if archive.has_main_entry:
+        return archive.main_entry  # often a redirect: get_item() follows it
+    return archive.get_random_entry()
+
+
 def show(path: str, entry_path: str, query: str, prefix: str) -> None:
     with Archive(path) as archive:  # or Archive(path, offset=8, size=n)
-        entry: Entry = archive.get_entry_by_path(entry_path)
+        entry: Entry = pick_entry(archive, entry_path)
         item: Item = entry.get_item()
         data: memoryview = item.content  # zero-copy
-        print(f"{entry.path}: {item.mimetype}, {len(data)} bytes")
+        print(f"{entry.path} -> {item.path}: {item.mimetype}, {len(data)} bytes")
 
         try:
             searcher = Searcher(archive)  # share it between threads
@@ -58,12 +71,13 @@ def main(argv: list[str]) -> int:
     if not 1 <= len(argv) <= 4:
         print(__doc__, file=sys.stderr)
         return 2
-    defaults = ["main.html", "event loop", "pyth"]
+    defaults = ["", "event loop", "pyth"]
     path, entry_path, query, prefix = argv + defaults[len(argv) - 1 :]
     try:
         show(path, entry_path, query, prefix)
     except ZimError as e:
-        print(f"error: {e}", file=sys.stderr)
+        # args[0]: str() of a KeyError (EntryNotFoundError) adds quotes.
+        print(f"error: {e.args[0] if e.args else e}", file=sys.stderr)
         return 1
     return 0
 
