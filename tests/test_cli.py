@@ -62,10 +62,24 @@ def assert_one_line_error(proc: subprocess.CompletedProcess, *, code: int = 1, n
     assert "Traceback" not in proc.stderr, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
+    options = proc.args[: proc.args.index("--")] if "--" in proc.args else proc.args
+    if "--json" in options:  # the error line is a JSON object; checked as its text form
+        lines[0] = "zim: error: " + json_error(lines[0])["message"]
     assert lines[0].startswith("zim: error: "), lines[0]
     if names is not None:
         assert names in lines[0], lines[0]
     return lines[0]
+
+
+def json_error(line: str) -> dict:
+    """The error of a --json run: {"error": {"type", "message", "file"}} and nothing else."""
+    obj = json.loads(line)
+    assert list(obj) == ["error"] and sorted(obj["error"]) == ["file", "message", "type"], obj
+    error = obj["error"]
+    assert isinstance(error["type"], str) and error["type"].isidentifier(), error
+    assert isinstance(error["message"], str) and "\n" not in error["message"], error
+    assert error["file"] is None or isinstance(error["file"], str), error
+    return error
 
 
 # ----------------------------------------------------------------------------- fixtures
@@ -509,3 +523,51 @@ def test_builtin_bench(ft_zim):
     assert {(r["threads"], r["snippets"]) for r in runs} == {(1, False), (2, False), (1, True), (2, True)}
     assert all(r["searches"] > 0 and r["searches_per_second"] > 0 and r["consistent"] for r in runs)
     assert out["archives"] == [str(ft_zim)]
+
+
+# ----------------------------------------------------------------------------- --json errors
+
+
+def test_json_error_not_a_zim(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("These are notes, not a ZIM archive. " * 4)
+    text = zim("info", path)
+    proc = zim("info", path, "--json")
+    assert proc.returncode == text.returncode == 1
+    assert proc.stdout == b""
+    error = json_error(proc.stderr)
+    assert error == {"type": "ArchiveError", "file": str(path),
+                     "message": f"{path}: not a ZIM archive: Invalid magic number"}
+    assert text.stderr == f"zim: error: {error['message']}\n"  # the same words without --json
+
+
+def test_json_error_missing_file(tmp_path):
+    path = tmp_path / "absent.zim"
+    proc = zim("check", path, "--json")
+    assert proc.returncode == zim("check", path).returncode == 1
+    error = json_error(proc.stderr)
+    assert (error["type"], error["file"]) == ("ArchiveError", str(path))
+    assert "No such file or directory" in error["message"]
+
+
+def test_json_error_usage():
+    proc = zim("info", "--json")  # ARCHIVE missing
+    assert proc.returncode == zim("info").returncode == 2
+    error = json_error(proc.stderr)
+    assert error["type"] == "UsageError" and error["file"] is None
+    assert error["message"].startswith("the following arguments are required: ARCHIVE")
+
+
+def test_json_error_search_without_index():
+    proc = zim("search", SMALL, "quokka", "--json")  # small.zim has no full-text index
+    assert proc.returncode == 1
+    error = json_error(proc.stderr)
+    assert (error["type"], error["file"]) == ("SearchError", str(SMALL))
+    assert "no full-text index" in error["message"]
+
+
+def test_json_after_double_dash_is_not_the_option(tmp_path):
+    path = tmp_path / "absent.zim"
+    proc = zim("suggest", path, "--", "--json")  # "--json" is the query here
+    assert_one_line_error(proc, names=str(path))
+    assert proc.stderr.startswith("zim: error: ")

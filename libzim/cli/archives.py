@@ -22,7 +22,7 @@ def open_archive(path: str | os.PathLike[str]) -> Any:
         except (ZimError, OSError, ValueError, TypeError) as e:
             err = e
     if err is not None:
-        raise CLIError(one_line(err, path))
+        raise CLIError(one_line(err, path), kind=type(err).__name__, file=path)
     if cap.text.strip():  # libzim complained but opened it: pass its words on
         sys.stderr.write(cap.text)
     return archive

@@ -1,7 +1,12 @@
-"""Errors phrased for the user: one line on stderr, ``zim: error: ...``."""
+"""Errors phrased for the user: one line on stderr, ``zim: error: ...``.
+
+With ``--json`` the line is a JSON object instead, for programs:
+``{"error": {"type": "ArchiveError", "message": "...", "file": "x.zim"}}``.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -13,10 +18,22 @@ PROG = "zim"
 class CLIError(Exception):
     """An error already phrased for the user: printed as one line, then exit ``code``."""
 
-    def __init__(self, message: str, code: int = 1) -> None:
+    def __init__(self, message: str, code: int = 1, *, kind: str | None = None,
+                 file: str | os.PathLike[str] | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.code = code
+        self.kind = kind  # the exception behind it ("ArchiveError"), for --json
+        self.file = file  # the file it is about, for --json
+
+
+# Set by main() when the command line asks for --json: errors are JSON too.
+_json_errors = False
+
+
+def report_as_json(on: bool) -> None:
+    global _json_errors
+    _json_errors = on
 
 
 def one_line(exc: BaseException | str, name: str | os.PathLike[str] | None = None) -> str:
@@ -55,8 +72,21 @@ def say(level: str, message: str) -> None:
         pass
 
 
-def print_error(message: str) -> None:
-    say("error", message)
+def print_error(message: str, *, kind: str = "Error", file: str | os.PathLike[str] | None = None) -> None:
+    """The error line: ``zim: error: message``, or with --json one JSON object.
+
+    ``kind`` names the exception (ArchiveError, FileNotFoundError, UsageError, ...).
+    """
+    if not _json_errors:
+        say("error", message)
+        return
+    # ASCII-only JSON: valid whatever stderr's encoding does to other characters.
+    obj = {"error": {"type": kind, "message": message, "file": None if file is None else os.fspath(file)}}
+    try:
+        sys.stderr.write(json.dumps(obj) + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def warn(message: str) -> None:

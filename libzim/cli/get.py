@@ -35,7 +35,7 @@ def cmd_get(args: argparse.Namespace) -> int:
         else:
             err = None
     if err is not None:
-        raise CLIError(one_line(err, args.archive))
+        raise CLIError(one_line(err, args.archive), kind=type(err).__name__, file=args.archive)
     if args.output in (None, "-"):
         sys.stdout.flush()
         sys.stdout.buffer.write(content)
@@ -45,7 +45,8 @@ def cmd_get(args: argparse.Namespace) -> int:
             with open(args.output, "wb") as f:
                 f.write(content)
         except OSError as e:
-            raise CLIError(f"cannot write {args.output}: {e.strerror or e}")
+            raise CLIError(f"cannot write {args.output}: {e.strerror or e}", kind=type(e).__name__,
+                           file=args.output)
         sys.stderr.write(f"{PROG}: wrote {len(content):,} bytes ({mimetype}) of {entry.path} to {args.output}\n")
     return 0
 

@@ -8,16 +8,16 @@ from typing import Any
 import libzim
 
 from . import bench, check, demo, get, info, search
-from .errors import PROG
+from .errors import PROG, CLIError
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, but usage errors are one line: ``zim: error: ...`` (exit 2)."""
+    """argparse, but usage errors are one line: ``zim: error: ...`` (exit 2), printed by main()."""
 
     def error(self, message: str) -> Any:
         sub = self.prog.split(" ", 1)[1] if " " in self.prog else ""
         hint = f"see '{PROG} {sub} --help'" if sub else f"see '{PROG} --help'"
-        self.exit(2, f"{PROG}: error: {message} ({hint})\n")
+        raise CLIError(f"{message} ({hint})", 2, kind="UsageError")
 
 
 def version_text() -> str:

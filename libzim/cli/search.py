@@ -26,8 +26,8 @@ def searchable(paths: Sequence[str]) -> tuple[list[Any], list[str]]:
         names = ", ".join(without)
         hint = " (title suggestions still work: zim suggest ARCHIVE QUERY)"
         if len(without) == 1:
-            raise CLIError(f"{names}: archive has no full-text index, cannot search it{hint}")
-        raise CLIError(f"none of the archives has a full-text index: {names}{hint}")
+            raise CLIError(f"{names}: archive has no full-text index, cannot search it{hint}", kind="SearchError")
+        raise CLIError(f"none of the archives has a full-text index: {names}{hint}", kind="SearchError")
     if without:
         warn(f"no full-text index, not searched: {', '.join(without)}")
     return with_index, without
