@@ -571,3 +571,61 @@ def test_json_after_double_dash_is_not_the_option(tmp_path):
     proc = zim("suggest", path, "--", "--json")  # "--json" is the query here
     assert_one_line_error(proc, names=str(path))
     assert proc.stderr.startswith("zim: error: ")
+
+
+# ----------------------------------------------------------------------------- demo's throughput summary
+# The lines under ``zim demo``'s throughput runs, from made-up runs and load readings:
+# their shape and wording, never timings.
+
+
+def fake_run(threads: int, count: int, wall: float, cpu: float):
+    from libzim.cli.workers import Stats
+
+    return Stats([wall * threads / count] * count, wall, threads, cpu)
+
+
+def test_demo_summary_idle_machine():
+    from libzim.cli.demo import throughput_summary
+
+    one, two = fake_run(1, 1000, 2.0, 1.9), fake_run(2, 1900, 2.0, 3.8)
+    assert throughput_summary([one, two], 0.5, 2) == [
+        "speedup with 2 threads: 1.90x wall clock (on 2 CPUs)",
+        "CPU per search 1 thread: 1.90 ms, 2 threads: 2.00 ms (the 2 threads got 1.90 CPUs of 2)",
+        "load average 0.50 on 2 CPUs",
+    ]
+
+
+def test_demo_summary_busy_machine_says_so():
+    from libzim.cli.demo import throughput_summary
+
+    one, two = fake_run(1, 1000, 2.0, 1.0), fake_run(2, 1010, 2.0, 1.01)
+    lines = throughput_summary([one, two], 3.25, 2)
+    assert lines[0] == "speedup with 2 threads: 1.01x wall clock (on 2 CPUs)"
+    assert lines[1] == "CPU per search 1 thread: 1.00 ms, 2 threads: 1.00 ms (the 2 threads got 0.51 CPUs of 2)"
+    assert lines[2] == ("load average 3.25 on 2 CPUs: the machine is busy, so the wall-clock speedup is not "
+                        "meaningful; compare the CPU time per search")
+    assert len(lines) == 3
+
+
+def test_demo_summary_one_thread_and_no_load_average():
+    from libzim.cli.demo import throughput_summary
+
+    run = fake_run(1, 100, 1.0, 0.5)
+    assert throughput_summary([run], None, 4) == ["load average unknown"]
+    busy = throughput_summary([run], 9.0, 4)
+    assert busy == ["load average 9.00 on 4 CPUs: the machine is busy, so searches/s is below what an idle "
+                    "machine gives; compare the CPU time per search"]
+
+
+def test_hammer_measures_thread_cpu_time():
+    from libzim.cli.workers import hammer
+
+    def spin(i: int) -> int:
+        return sum(range(20000)) + i
+
+    stats, seen = hammer(spin, 4, 2, count=200)
+    assert stats.count == 200 and seen == {i: {sum(range(20000)) + i} for i in range(4)}
+    assert stats.cpu > 0
+    assert stats.cpu_per_call == stats.cpu / 200
+    assert set(stats.as_dict()) >= {"cpu_seconds", "cpu_ms_per_search"}
+    assert f"CPU {stats.cpu_per_call * 1000:.2f} ms per search" in stats.line()

@@ -16,7 +16,7 @@ from .archives import open_archive
 from .errors import PROG, CLIError, one_line, print_error
 from .output import human_size
 from .search import digest, print_results, run_search
-from .workers import hammer
+from .workers import Stats, hammer
 
 
 DEMO_PACKAGE = "python3-doc"  # the default Python's docs on Debian 12 and 13
@@ -67,6 +67,42 @@ def demo_archive(cache: str | None, hint: str = "") -> Path:
         raise CLIError(f"cannot build the {DEMO_PACKAGE} archive: {one_line(e)}")
 
 
+def load_average() -> float | None:
+    """The 1-minute load average, or None where the system has none."""
+    try:
+        return os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return None
+
+
+def throughput_summary(runs: list[Stats], load: float | None, cpus: int | None) -> list[str]:
+    """What the throughput runs (1 thread, then N) mean, given the load they ran under.
+
+    Wall-clock speedup needs idle cores: when the load average already exceeds
+    the CPU count, other processes take the cores the extra threads would use
+    and the speedup says nothing about the binding. CPU time per search does
+    not depend on that: equal CPU per search in 1 and N threads means the N
+    threads did not slow each other down (no lock contention, no shared work
+    redone), and CPU over wall time says how many cores they actually got.
+    """
+    lines = []
+    busy = load is not None and cpus is not None and load > cpus
+    if len(runs) == 2 and runs[0].per_second > 0:
+        one, many = runs
+        lines.append(f"speedup with {many.threads} threads: {many.per_second / one.per_second:.2f}x wall clock "
+                     f"(on {cpus} CPUs)")
+        lines.append(f"CPU per search 1 thread: {one.cpu_per_call * 1000:.2f} ms, {many.threads} threads: "
+                     f"{many.cpu_per_call * 1000:.2f} ms (the {many.threads} threads got "
+                     f"{many.cores_used:.2f} CPUs of {cpus})")
+    where = f"load average {load:.2f} on {cpus} CPUs" if load is not None else "load average unknown"
+    if busy:
+        what = "the wall-clock speedup is not meaningful" if len(runs) == 2 else "searches/s is below what an idle machine gives"
+        lines.append(f"{where}: the machine is busy, so {what}; compare the CPU time per search")
+    else:
+        lines.append(where)
+    return lines
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     threads = args.threads if args.threads is not None else max(2, min(8, os.cpu_count() or 2))
     if threads < 1:
@@ -97,6 +133,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"{args.duration:g} s per run, one Searcher shared by all threads"
     )
     sys.stdout.flush()
+    load = load_average()  # before the runs: the others' load and at most our one thread
     runs = []
     counts = [1] if threads == 1 else [1, threads]
     consistent = True
@@ -107,8 +144,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         runs.append(stats)
         print(f"  {stats.line()}" + ("" if ok else "  RESULTS DIFFER"))
         sys.stdout.flush()
-    if len(runs) == 2 and runs[0].per_second > 0:
-        print(f"  speedup with {threads} threads: {runs[1].per_second / runs[0].per_second:.2f}x (on {os.cpu_count()} CPUs)")
+    for line in throughput_summary(runs, load, os.cpu_count()):
+        print(f"  {line}")
     if not consistent:
         print_error("threaded searches returned results different from the single-threaded ones")
         return 1

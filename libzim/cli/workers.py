@@ -17,14 +17,24 @@ def percentile(sorted_values: Sequence[float], pct: float) -> float:
 
 
 class Stats:
-    def __init__(self, latencies: list[float], wall: float, threads: int) -> None:
+    """One run: wall-clock time and latencies, and the CPU time its threads used.
+
+    Wall-clock figures depend on what else the machine runs; CPU time per call
+    (time.thread_time of each worker, which counts the calls' native work, GIL
+    released or not) does not, so it still compares runs on a busy machine.
+    """
+
+    def __init__(self, latencies: list[float], wall: float, threads: int, cpu: float = float("nan")) -> None:
         self.count = len(latencies)
         self.wall = wall
         self.threads = threads
+        self.cpu = cpu  # seconds, all worker threads
         lat = sorted(latencies)
         self.p50 = statistics.median(lat) if lat else float("nan")
         self.p95 = percentile(lat, 95)
         self.per_second = self.count / wall if wall > 0 else float("inf")
+        self.cpu_per_call = cpu / self.count if self.count else float("nan")
+        self.cores_used = cpu / wall if wall > 0 else float("nan")  # CPU time over wall time
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -34,13 +44,16 @@ class Stats:
             "searches_per_second": round(self.per_second, 3),
             "p50_ms": round(self.p50 * 1000, 3),
             "p95_ms": round(self.p95 * 1000, 3),
+            "cpu_seconds": round(self.cpu, 6),
+            "cpu_ms_per_search": round(self.cpu_per_call * 1000, 3),
         }
 
     def line(self) -> str:
         return (
             f"{self.count} searches in {self.wall:.3f} s on {self.threads} thread"
             f"{'s' if self.threads != 1 else ''}: {self.per_second:,.1f} searches/s, "
-            f"latency p50 {self.p50 * 1000:.2f} ms, p95 {self.p95 * 1000:.2f} ms"
+            f"latency p50 {self.p50 * 1000:.2f} ms, p95 {self.p95 * 1000:.2f} ms, "
+            f"CPU {self.cpu_per_call * 1000:.2f} ms per search"
         )
 
 
@@ -64,10 +77,12 @@ def hammer(
     latencies: list[float] = []
     seen: dict[int, set[Any]] = {}
     errors: list[BaseException] = []
+    cpu = [0.0]
     start = time.perf_counter()
     deadline = start + duration if duration is not None else None
 
     def worker() -> None:
+        cpu0 = time.thread_time()
         try:
             while not stop.is_set():
                 with lock:
@@ -87,6 +102,10 @@ def hammer(
         except BaseException as e:  # noqa: BLE001 - re-raised in the main thread
             errors.append(e)
             stop.set()
+        finally:
+            used = time.thread_time() - cpu0
+            with lock:
+                cpu[0] += used
 
     pool = [threading.Thread(target=worker, name=f"zim-search-{i}", daemon=True) for i in range(threads)]
     for t in pool:
@@ -101,7 +120,7 @@ def hammer(
     wall = time.perf_counter() - start
     if errors:
         raise errors[0]
-    return Stats(latencies, wall, threads), seen
+    return Stats(latencies, wall, threads, cpu[0]), seen
 
 
 def call_in_thread(fn: Callable[[], Any], tick: Callable[[float], None] | None = None) -> Any:
