@@ -48,6 +48,8 @@ setup(
             "libzim._libzim",
             # Every C and C++ file of src/: a new type family needs no edit here.
             sources=sorted(glob.glob("src/*.c")) + sorted(glob.glob("src/*.cpp")),
+            # Without them, an edit to a header alone leaves an in-place build stale.
+            depends=sorted(glob.glob("src/*.h")) + sorted(glob.glob("src/*.hpp")),
             include_dirs=["src"],
             extra_compile_args=cflags + ["-std=c11", "-Wall", "-Wextra", "-O2"],
             extra_link_args=libs,

@@ -5,32 +5,40 @@
 # wheel from it, installs that into a fresh venv and tests the installed package.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash tools/bootstrap.sh
+STEP_PREFIX=test.sh
+. tools/steps.sh
+step "bootstrap (tools/bootstrap.sh)" bash tools/bootstrap.sh
 PY=${PYTHON:-python3}
 root=$PWD
 
 # The stubs (libzim/*.pyi) must describe the built module exactly. Run from
 # elsewhere so the checkout's libzim/ is imported once, through the editable install.
-(cd /tmp && MYPYPATH="$root" "$PY" -m mypy.stubtest libzim)
-"$PY" -m mypy --strict libzim
-"$PY" -m pytest -q "$@"
+stubtest_here() { (cd /tmp && MYPYPATH="$root" "$PY" -m mypy.stubtest libzim); }
+step "stubtest of libzim/*.pyi" stubtest_here
+step "mypy --strict libzim" "$PY" -m mypy --strict libzim
+step "pytest (in-place build)" "$PY" -m pytest -q "$@"
 
 [ "${LIBZIM_C_SKIP_INSTALLED:-}" = 1 ] && exit 0
 start=$SECONDS
 work=$(mktemp -d /tmp/libzim-c-dist.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 # As a user gets it: sdist, then a wheel built from it with build isolation.
-"$PY" -m build --sdist --outdir "$work/dist" . >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
-"$PY" -m pip wheel -q --disable-pip-version-check --no-deps -w "$work/dist" "$work/dist"/*.tar.gz
-"$PY" tools/check_dist.py "$work/dist"
-"$PY" -m venv "$work/venv"
+sdist() { "$PY" -m build --sdist --outdir "$work/dist" . >"$work/build.log" 2>&1 || { cat "$work/build.log"; return 1; }; }
+step "sdist" sdist
+step "wheel from the sdist (compiles the extension)" \
+    "$PY" -m pip wheel -q --disable-pip-version-check --no-deps -w "$work/dist" "$work/dist"/*.tar.gz
+step "check_dist: what the sdist and the wheel carry" "$PY" tools/check_dist.py "$work/dist"
 venv_py=$work/venv/bin/python
 # The suite's imports (hypothesis, ...), as in stage 1; the build and type-check tools stay outside.
-"$venv_py" -m pip install -q --disable-pip-version-check "$work/dist"/*.whl -r "$root/requirements-test.txt"
+venv() {
+    "$PY" -m venv "$work/venv" &&
+        "$venv_py" -m pip install -q --disable-pip-version-check "$work/dist"/*.whl -r "$root/requirements-test.txt"
+}
+step "fresh venv with the wheel and requirements-test.txt" venv
 cd "$work"  # nothing of the checkout on sys.path from here on
-"$venv_py" -m mypy.stubtest libzim
+step "stubtest against the installed wheel" "$venv_py" -m mypy.stubtest libzim
 # The README's example, type-checked against the installed package's stubs.
-"$venv_py" -m mypy --strict "$root/examples/usage.py"
-"$PY" -m pyright --pythonpath "$venv_py" "$root/examples/usage.py"
-LIBZIM_C_TEST_INSTALLED=1 "$venv_py" -m pytest -q -p no:cacheprovider "$root/tests" "$@"
+step "mypy --strict examples/usage.py" "$venv_py" -m mypy --strict "$root/examples/usage.py"
+step "pyright examples/usage.py" "$PY" -m pyright --pythonpath "$venv_py" "$root/examples/usage.py"
+step "pytest (installed wheel)" env LIBZIM_C_TEST_INSTALLED=1 "$venv_py" -m pytest -q -p no:cacheprovider "$root/tests" "$@"
 echo "installed-package stage: $((SECONDS - start)) s"

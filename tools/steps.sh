@@ -1,0 +1,19 @@
+# Sourced by tools/bootstrap.sh and tools/test.sh: one line per step on stderr, saying
+# what the step did and how long it took. On a terminal the step is also announced
+# when it starts, so a long one is not silent.
+#   step_start "what"; ...; step_done "what it did"       (STEP_PREFIX names the script)
+#   step "what" COMMAND...                                 (the two around one command)
+now_us() { local t=${EPOCHREALTIME//[!0-9]/}; echo "${t:-${SECONDS}000000}"; }
+step_start() { step_t0=$(now_us); if [ -t 2 ]; then printf '%s: %s ...\n' "$STEP_PREFIX" "$1" >&2; fi; }
+step_done() {
+    local ds=$(( ($(now_us) - step_t0) / 100000 ))
+    printf '%s: %s (%d.%d s)\n' "$STEP_PREFIX" "$1" $((ds / 10)) $((ds % 10)) >&2
+}
+step() {
+    local what=$1; shift
+    step_start "$what"
+    local rc=0
+    "$@" || rc=$?
+    if [ $rc -ne 0 ]; then step_done "$what: FAILED, exit status $rc"; return $rc; fi
+    step_done "$what"
+}
