@@ -5,14 +5,9 @@ written as a C extension that releases the GIL around libzim's work.
 """
 import os as _os
 
-# libzim 8.1.1 keeps 16 decompressed clusters per archive, read from this
-# variable when an archive opens; a snippet search reads up to 16 articles,
-# and with 16 clusters the benchmark's searches spent most of their time
-# decompressing the same clusters again (bench/results/snippets.md).  32
-# halved that for about 30 MiB more per archive; a user's value is kept.
-_os.environ.setdefault("ZIM_CLUSTERCACHE", "32")
-
-from libzim._libzim import (  # noqa: E402
+# Imported first: the extension's own cluster cache takes its byte budget
+# from a ZIM_CLUSTERCACHE the user set (N clusters, N MiB), not from ours below.
+from libzim._libzim import (
     ArchiveError,
     ClosedError,
     EntryNotFoundError,
@@ -22,6 +17,13 @@ from libzim._libzim import (  # noqa: E402
     WriterError,
     ZimError,
 )
+
+# libzim 8.1.1 keeps 16 decompressed clusters per archive, read from this
+# variable when an archive opens; a snippet search reads up to 16 articles,
+# and with 16 clusters the benchmark's searches spent most of their time
+# decompressing the same clusters again (bench/results/snippets.md).  32
+# halved that for about 30 MiB more per archive; a user's value is kept.
+_os.environ.setdefault("ZIM_CLUSTERCACHE", "32")
 from libzim import reader, search, suggestion, version
 
 __version__ = "0.1.0"

@@ -7,11 +7,11 @@
 #include "suggestion.h"
 #include "writer.h"
 
-/* Debian 13's 9.2.3 has no cache API either: it arrived in libzim 9.3. */
+/* Debian 13's 9.2.3 has no dirent cache API either: it arrived in libzim 9.3. */
 #define LIBZIM_VERSION_NOTE                                                   \
-    "libzim before 9.3 sizes its caches per archive when the archive is "     \
-    "opened (ZIM_CLUSTERCACHE, ZIM_DIRENTCACHE environment variables) and "   \
-    "cannot read or resize them afterwards; this needs libzim >= 9.3"
+    "libzim before 9.3 sizes an archive's dirent cache when the archive is "  \
+    "opened (ZIM_DIRENTCACHE environment variable) and cannot read or "       \
+    "resize it afterwards; this needs libzim >= 9.3"
 
 /* ---- module-level functions ----------------------------------------------- */
 
@@ -44,11 +44,49 @@ static PyObject *versions(PyObject *m, PyObject *noargs) {
     return out;
 }
 
-static PyObject *not_supported(PyObject *m, PyObject *args) {
-    (void)args;
+/* The binding's own cache of decoded clusters (python-libzim 3.13's calls,
+ * which resize libzim 9.3's global cache): cheap, so the GIL is kept. */
+static PyObject *cluster_cache_size(PyObject *m, int current) {
     zc_state *st = PyModule_GetState(m);
-    PyErr_SetString(st->NotSupportedError, LIBZIM_VERSION_NOTE);
-    return NULL;
+    uint64_t max, used;
+    zs_error err;
+    if (zs_cluster_cache_sizes(&max, &used, &err) < 0)
+        return zc_raise(st, &err, NULL);
+    return PyLong_FromUnsignedLongLong(current ? used : max);
+}
+
+static PyObject *get_cluster_cache_max_size(PyObject *m, PyObject *noargs) {
+    (void)noargs;
+    return cluster_cache_size(m, 0);
+}
+
+static PyObject *get_cluster_cache_current_size(PyObject *m, PyObject *noargs) {
+    (void)noargs;
+    return cluster_cache_size(m, 1);
+}
+
+static PyObject *set_cluster_cache_max_size(PyObject *m, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"size_in_bytes", NULL};
+    zc_state *st = PyModule_GetState(m);
+    PyObject *arg;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:set_cluster_cache_max_size", kwlist, &arg))
+        return NULL;
+    /* python-libzim converts to uint64_t: OverflowError below 0 or past it. */
+    if (!PyLong_Check(arg) && !PyIndex_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "an integer is required, not %.100s", Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    PyObject *n = PyNumber_Index(arg);
+    if (!n)
+        return NULL;
+    unsigned long long bytes = PyLong_AsUnsignedLongLong(n);
+    Py_DECREF(n);
+    if (bytes == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    zs_error err;
+    if (zs_cluster_cache_set_max((uint64_t)bytes, &err) < 0)
+        return zc_raise(st, &err, NULL);
+    Py_RETURN_NONE;
 }
 
 /* The testing hooks take a long and return the previous setting. */
@@ -112,12 +150,16 @@ static PyObject *test_guard_pause(PyObject *m, PyObject *arg) {
 
 static PyMethodDef module_methods[] = {
     {"_versions", versions, METH_NOARGS, "[(library, version), ...] as libzim reports them."},
-    {"get_cluster_cache_max_size", not_supported, METH_NOARGS,
-     "Not available with libzim before 9.3: raises NotSupportedError."},
-    {"get_cluster_cache_current_size", not_supported, METH_NOARGS,
-     "Not available with libzim before 9.3: raises NotSupportedError."},
-    {"set_cluster_cache_max_size", not_supported, METH_O,
-     "Not available with libzim before 9.3: raises NotSupportedError."},
+    {"get_cluster_cache_max_size", get_cluster_cache_max_size, METH_NOARGS,
+     "get_cluster_cache_max_size()\n--\n\n"
+     "The budget, in bytes of decoded data, of the process's cache of decoded clusters."},
+    {"get_cluster_cache_current_size", get_cluster_cache_current_size, METH_NOARGS,
+     "get_cluster_cache_current_size()\n--\n\n"
+     "Bytes of decoded cluster data the cache holds now (every file)."},
+    {"set_cluster_cache_max_size", (PyCFunction)(void (*)(void))set_cluster_cache_max_size,
+     METH_VARARGS | METH_KEYWORDS,
+     "set_cluster_cache_max_size(size_in_bytes)\n--\n\n"
+     "Sets the cache's budget; clusters over it are evicted at once."},
     {"_fault_inject", fault_inject, METH_O,
      "Testing only: make the N-th following native call fail. Returns the previous N."},
     {"_test_delay", test_delay, METH_O,
@@ -148,9 +190,12 @@ static int add_exception(PyObject *m, PyObject **slot, const char *name, PyObjec
 }
 
 static int init_exceptions(PyObject *m, zc_state *st) {
-    PyObject *b = PyTuple_Pack(1, PyExc_Exception);
+    /* python-libzim raises RuntimeError wherever libzim throws and it has no
+     * better word (no main page, not a redirect, missing metadata, ...): the
+     * root is one, so every error of ours is caught where theirs were. */
+    PyObject *b = PyTuple_Pack(1, PyExc_RuntimeError);
     if (!b || add_exception(m, &st->ZimError, "ZimError", b,
-                            "Root of every error libzim-c raises.") < 0)
+                            "Root of every error libzim-c raises; a RuntimeError.") < 0)
         return -1;
 #define SUB(field, name, pybase, doc)                                         \
     do {                                                                      \
@@ -162,8 +207,14 @@ static int init_exceptions(PyObject *m, zc_state *st) {
         "The archive cannot be opened or its data is corrupt.");
     SUB(EntryNotFoundError, "EntryNotFoundError", PyExc_KeyError,
         "No entry with that path, title or name.");
-    SUB(InvalidIndexError, "InvalidIndexError", PyExc_IndexError,
-        "An entry id or position out of range.");
+    /* python-libzim: IndexError past the end, OverflowError for an id
+     * outside uint32 (a negative one). */
+    do {
+        PyObject *bases = PyTuple_Pack(3, st->ZimError, PyExc_IndexError, PyExc_OverflowError);
+        if (!bases || add_exception(m, &st->InvalidIndexError, "InvalidIndexError", bases,
+                                    "An entry id or position out of range.") < 0)
+            return -1;
+    } while (0);
     SUB(ClosedError, "ClosedError", PyExc_ValueError,
         "The object was closed.");
     SUB(SearchError, "SearchError", PyExc_RuntimeError,
@@ -180,6 +231,9 @@ static int init_exceptions(PyObject *m, zc_state *st) {
 
 static int module_exec(PyObject *m) {
     zc_state *st = PyModule_GetState(m);
+    /* Before libzim/__init__.py sets ZIM_CLUSTERCACHE for libzim's own
+     * cache: only a value the user set is the budget. */
+    zs_cluster_cache_init();
     if (init_exceptions(m, st) < 0 || zc_archive_init_types(m, st) < 0 ||
         zc_search_init_types(m, st) < 0 || zc_suggestion_init_types(m, st) < 0 ||
         zc_writer_init_types(m, st) < 0)

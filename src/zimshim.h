@@ -351,6 +351,16 @@ void zs_creator_free(zs_creator *c);
 /* "name=version" pairs, NUL-separated in one buffer (zs_buffer_free). */
 int zs_versions(char **buf, size_t *len, size_t *count, zs_error *err);
 
+/* The cache of decoded zstd/xz clusters (zimshim_cluster.cpp): one byte
+ * budget for every file's cache in the process, in bytes of decoded data.
+ * zs_cluster_cache_init reads ZIM_CLUSTERCACHE once per process (N clusters
+ * become N MiB; unset, 16 MiB); the extension calls it at import, before
+ * the package sets that variable for libzim's own cache. Lowering the
+ * budget evicts at once (readers keep the clusters they hold). */
+void zs_cluster_cache_init(void);
+int zs_cluster_cache_sizes(uint64_t *max, uint64_t *current, zs_error *err);
+int zs_cluster_cache_set_max(uint64_t bytes, zs_error *err);
+
 /* Testing hook: when set to N > 0, the N-th following shim call that checks
  * it fails with ZS_ERR_INTERNAL, so error paths in the extension can be
  * exercised (APSW-style fault injection).  Returns the previous value. */

@@ -20,6 +20,8 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -28,6 +30,7 @@
 #include <mutex>
 #include <tuple>
 #include <unordered_map>
+#include <vector>
 
 #include <sys/stat.h>
 
@@ -264,29 +267,106 @@ zim::Blob blob_of(Cluster &c, const OpenFile &f, uint32_t cluster, uint32_t blob
 
 }  // namespace
 
+// ---- The cache: one per file, under one byte budget for the process ----
+//
+// As libzim 9.3+ (python-libzim 3.13's get/set_cluster_cache_max_size): the
+// budget counts bytes of decoded cluster data (a cluster's whole decoded
+// size, offset table included, charged once its offset table is read, since
+// that is what it allocates), across every file's cache, least recently used
+// evicted first. Unlike libzim 9, which keeps the newest cluster even when
+// it alone is over the budget, nothing stays cached past the budget: a read
+// holds its cluster itself (a shared_ptr), so evicting one mid-read drops
+// only the cache's reference and the memory goes when the last reader's does.
+// One mutex guards the budget and every cache's map; it is held for a map
+// lookup and a list splice per read that misses the lock-free path, and
+// evicted clusters are freed after it is released.
+
+namespace {
+
+struct Slot {
+    ClusterCache *owner;
+    uint32_t index;
+    std::shared_ptr<Cluster> cluster;
+    uint64_t cost;  // 0 until the cluster's size is known
+};
+using Lru = std::list<Slot>;  // most recently used first
+
+// Clusters that never start (a corrupt table) cost nothing: this bounds them.
+const size_t kMaxSlots = 1 << 16;
+const uint64_t kDefaultBudget = uint64_t(16) << 20;  // libzim 9's default
+
+std::mutex g_lru_mu;
+Lru g_lru;
+uint64_t g_budget = kDefaultBudget, g_used = 0;
+std::once_flag g_budget_once;
+
+uint64_t decoded_size(const Cluster &c) {
+    return c.started.load(std::memory_order_acquire) ? c.offsets.back() : 0;
+}
+
+}  // namespace
+
 // The most recently used compressed clusters of one file.
 class ClusterCache {
   public:
-    ClusterCache(const Header &h, size_t capacity)
-        : header(h), capacity_(capacity),
+    explicit ClusterCache(const Header &h)
+        : header(h),
           infos_(h.clusters <= kMaxInfos ? new std::atomic<uint8_t>[h.clusters]() : nullptr) {}
+
+    ~ClusterCache() {
+        std::vector<std::shared_ptr<Cluster>> dropped;
+        {
+            std::lock_guard<std::mutex> lk(g_lru_mu);
+            for (auto &kv : map_) {
+                g_used -= kv.second->cost;
+                dropped.push_back(std::move(kv.second->cluster));
+                g_lru.erase(kv.second);
+            }
+        }
+    }
 
     const Header header;
 
     std::shared_ptr<Cluster> get(uint32_t index) {
-        std::lock_guard<std::mutex> lk(mu_);
+        std::vector<std::shared_ptr<Cluster>> dropped;  // freed after the lock
+        std::lock_guard<std::mutex> lk(g_lru_mu);
         auto it = map_.find(index);
         if (it != map_.end()) {
-            lru_.splice(lru_.begin(), lru_, it->second);
-            return it->second->second;
+            g_lru.splice(g_lru.begin(), g_lru, it->second);
+            return it->second->cluster;
         }
-        lru_.emplace_front(index, std::make_shared<Cluster>());
-        map_[index] = lru_.begin();
-        while (map_.size() > capacity_) {
-            map_.erase(lru_.back().first);
-            lru_.pop_back();  // readers still holding it keep it alive
+        g_lru.push_front(Slot{this, index, std::make_shared<Cluster>(), 0});
+        map_[index] = g_lru.begin();
+        std::shared_ptr<Cluster> out = g_lru.front().cluster;
+        evict_locked(dropped);
+        return out;
+    }
+
+    // After a read that may have started the cluster: charges its size to
+    // the budget once (if it is still cached) and evicts what is over.
+    void charge(uint32_t index, const std::shared_ptr<Cluster> &c) {
+        const uint64_t size = decoded_size(*c);
+        if (!size)
+            return;
+        std::vector<std::shared_ptr<Cluster>> dropped;
+        std::lock_guard<std::mutex> lk(g_lru_mu);
+        auto it = map_.find(index);
+        if (it == map_.end() || it->second->cluster != c || it->second->cost)
+            return;
+        it->second->cost = size;
+        g_used += size;
+        evict_locked(dropped);
+    }
+
+    // Under g_lru_mu: the least recently used go until the budget holds.
+    static void evict_locked(std::vector<std::shared_ptr<Cluster>> &dropped) {
+        while (!g_lru.empty() && (g_used > g_budget || g_lru.size() > kMaxSlots)) {
+            Slot &s = g_lru.back();
+            g_used -= s.cost;
+            s.owner->map_.erase(s.index);
+            dropped.push_back(std::move(s.cluster));  // readers holding it keep it
+            g_lru.pop_back();
         }
-        return lru_.front().second;
     }
 
     // The cluster's first byte (compression and offset width), read once:
@@ -307,20 +387,16 @@ class ClusterCache {
   private:
     // One byte per cluster: 4 MiB at most.
     static const uint32_t kMaxInfos = 1u << 22;
-    std::mutex mu_;
-    size_t capacity_;
-    std::list<std::pair<uint32_t, std::shared_ptr<Cluster>>> lru_;
-    std::unordered_map<uint32_t, std::list<std::pair<uint32_t, std::shared_ptr<Cluster>>>::iterator>
-        map_;
+    std::unordered_map<uint32_t, Lru::iterator> map_;  // under g_lru_mu
     std::unique_ptr<std::atomic<uint8_t>[]> infos_;  // 0: not read yet
 };
 
 namespace {
 
 // Which bytes a cache holds: the file (device, inode and last change, so a
-// file rewritten in place or replaced is another key), the archive's range
-// in it, and the cache's size.
-using CacheKey = std::tuple<dev_t, ino_t, int64_t, int64_t, uint64_t, uint64_t, size_t>;
+// file rewritten in place or replaced is another key) and the archive's
+// range in it.
+using CacheKey = std::tuple<dev_t, ino_t, int64_t, int64_t, uint64_t, uint64_t>;
 
 std::mutex g_caches_mu;
 std::map<CacheKey, std::weak_ptr<ClusterCache>> g_caches;
@@ -335,19 +411,15 @@ std::shared_ptr<ClusterCache> make_cluster_cache(const OpenFile &f) {
     struct stat st;
     if (!read_header(f, &h) || ::fstat(f.fd, &st) != 0)
         return nullptr;
-    // libzim's own setting and default, read at open as libzim reads it.
-    const char *env = std::getenv("ZIM_CLUSTERCACHE");
-    const long n = env ? std::strtol(env, nullptr, 10) : 16;
-    const size_t capacity = n > 0 ? (size_t)n : 1;
     const CacheKey key{st.st_dev, st.st_ino, (int64_t)st.st_mtim.tv_sec,
-                       (int64_t)st.st_mtim.tv_nsec, f.offset, f.size, capacity};
+                       (int64_t)st.st_mtim.tv_nsec, f.offset, f.size};
     std::lock_guard<std::mutex> lk(g_caches_mu);
     for (auto it = g_caches.begin(); it != g_caches.end();)
         it = it->second.expired() ? g_caches.erase(it) : std::next(it);
     std::weak_ptr<ClusterCache> &slot = g_caches[key];
     std::shared_ptr<ClusterCache> cache = slot.lock();
     if (!cache) {
-        cache = std::make_shared<ClusterCache>(h, capacity);
+        cache = std::make_shared<ClusterCache>(h);
         slot = cache;
     }
     return cache;
@@ -393,6 +465,7 @@ bool compressed_item_data(const OpenFile &f, const zim::Item &item, zim::Blob *o
         return true;
     *out = with_cluster(c, f, f.clusters->header, w.cluster, w.info,
                         [&] { return blob_of(c, f, w.cluster, w.blob); });
+    f.clusters->charge(w.cluster, held);
     return true;
 }
 
@@ -407,10 +480,67 @@ bool compressed_item_size(const OpenFile &f, const zim::Item &item, uint64_t *si
         return in_cluster(c, w.blob) ? c.offsets[w.blob + 1] - c.offsets[w.blob] : 0;
     };
     // Sizes need the offset table only, fixed once the cluster has started.
-    *size = c.started.load(std::memory_order_acquire)
-                ? blob_size()
-                : with_cluster(c, f, f.clusters->header, w.cluster, w.info, blob_size);
+    if (c.started.load(std::memory_order_acquire))
+        *size = blob_size();
+    else {
+        *size = with_cluster(c, f, f.clusters->header, w.cluster, w.info, blob_size);
+        f.clusters->charge(w.cluster, held);
+    }
     return true;
 }
 
+
+// ---- the budget's API (python-libzim's libzim.reader cluster cache calls) ----
+
+namespace {
+
+// ZIM_CLUSTERCACHE counts clusters per archive for libzim 8 (default 16);
+// libzim 9.3 replaced it by a byte budget of 16 MiB and ignores the variable
+// (python-libzim 3.13.1 reports 16777216 whatever it says). A value set
+// before `import libzim` is kept as the budget at libzim 9's own ratio,
+// 16 clusters to 16 MiB: N clusters, N MiB.
+void init_budget() {
+    const char *env = std::getenv("ZIM_CLUSTERCACHE");
+    if (!env || !*env)
+        return;
+    char *end = nullptr;
+    errno = 0;
+    const unsigned long long n = std::strtoull(env, &end, 10);
+    if (*end || errno || env[0] == '-' || n > (UINT64_MAX >> 20))
+        return;  // not a count: libzim 8 would read a prefix; keep the default
+    std::lock_guard<std::mutex> lk(g_lru_mu);
+    g_budget = (uint64_t)n << 20;
+}
+
+}  // namespace
+
 }  // namespace zs_impl
+
+using namespace zs_impl;
+
+extern "C" void zs_cluster_cache_init(void) {
+    try {
+        std::call_once(g_budget_once, init_budget);
+    } catch (...) {
+        // Only std::system_error from the lock: the default budget stays.
+    }
+}
+
+extern "C" int zs_cluster_cache_sizes(uint64_t *max, uint64_t *current, zs_error *err) {
+    return guarded(err, -1, [&] {
+        std::lock_guard<std::mutex> lk(g_lru_mu);
+        *max = g_budget;
+        *current = g_used;
+        return 0;
+    });
+}
+
+extern "C" int zs_cluster_cache_set_max(uint64_t bytes, zs_error *err) {
+    return guarded(err, -1, [&] {
+        std::vector<std::shared_ptr<Cluster>> dropped;  // freed after the lock
+        std::lock_guard<std::mutex> lk(g_lru_mu);
+        g_budget = bytes;
+        ClusterCache::evict_locked(dropped);
+        return 0;
+    });
+}

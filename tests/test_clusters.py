@@ -29,6 +29,8 @@ from writer_support import TextItem, add_required_metadata
 
 PAGES = 120
 CLUSTER_SIZE = 16 * 1024  # several pages per cluster, many clusters
+# A cache budget (bytes of decoded data) that holds one such cluster, never two.
+ONE_CLUSTER = 24 * 1024
 
 
 def page_bytes(i: int) -> bytes:
@@ -89,14 +91,15 @@ def test_views_outlive_eviction(zstd_zim):
     code = f"""
 import json
 import os
-from libzim.reader import Archive
+from libzim.reader import Archive, set_cluster_cache_max_size
+set_cluster_cache_max_size({ONE_CLUSTER})
 a = Archive({str(zstd_zim)!r})
 views = [a.get_entry_by_path(f"p{{i}}").get_item().content for i in range({PAGES})]
 again = [bytes(a.get_entry_by_path(f"p{{i}}").get_item().content) for i in reversed(range({PAGES}))]
 print(json.dumps([bytes(v).hex() for v in views] + [b.hex() for b in reversed(again)]))
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         **child_python(ZIM_CLUSTERCACHE="1"), timeout=120)
+                         **child_python(), timeout=120)
     assert out.returncode == 0, out.stderr
     got = [bytes.fromhex(h) for h in json.loads(out.stdout)]
     expected = [page_bytes(i) for i in range(PAGES)]
@@ -144,8 +147,9 @@ def test_threads_read_what_one_thread_reads(zstd_zim):
 
 EVICTING_CHILD = r"""
 import hashlib, json, random, sys, threading
-from libzim.reader import Archive
+from libzim.reader import Archive, set_cluster_cache_max_size
 path, pages, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+set_cluster_cache_max_size(int(sys.argv[4]))
 archives = [Archive(path) for _ in range(4)]  # one cache for all: one file
 seen, errors = [], []
 
@@ -169,8 +173,9 @@ print(json.dumps({"seen": seen, "errors": errors}))
 def test_eviction_while_other_threads_decode(zstd_zim):
     """A one-cluster cache shared by four Archives: every read evicts the
     cluster another thread may be decoding (a use after free once)."""
-    out = subprocess.run([sys.executable, "-c", EVICTING_CHILD, str(zstd_zim), str(PAGES), "400"],
-                         capture_output=True, text=True, **child_python(ZIM_CLUSTERCACHE="1"),
+    out = subprocess.run([sys.executable, "-c", EVICTING_CHILD, str(zstd_zim), str(PAGES), "400",
+                          str(ONE_CLUSTER)],
+                         capture_output=True, text=True, **child_python(),
                          timeout=300)
     assert out.returncode == 0, f"child died ({out.returncode}): {out.stderr[-2000:]}"
     result = json.loads(out.stdout)

@@ -765,14 +765,12 @@ def test_media_count(small, scheme):
     assert small.media_count == 1
 
 
-def test_cache_controls_not_supported(small):
-    for call in (libzim.reader.get_cluster_cache_max_size,
-                 libzim.reader.get_cluster_cache_current_size,
-                 lambda: libzim.reader.set_cluster_cache_max_size(10)):
-        with pytest.raises(libzim.NotSupportedError) as exc:
-            call()
-        assert isinstance(exc.value, NotImplementedError)
-        assert "\n" not in str(exc.value)
+def test_dirent_cache_controls_not_supported(small):
+    # The cluster cache's controls work: tests/test_dropin.py.
+    with pytest.raises(libzim.NotSupportedError) as exc:
+        small.dirent_cache_max_size = 10
+    assert isinstance(exc.value, NotImplementedError)
+    assert "\n" not in str(exc.value)
     with pytest.raises(libzim.NotSupportedError):
         small.dirent_cache_max_size = 10
     with pytest.raises(libzim.NotSupportedError):

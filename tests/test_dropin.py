@@ -1,0 +1,223 @@
+"""libzim-c as a drop-in for python-libzim 3.13.1: behaviour its users rely on.
+
+The expectations are python-libzim 3.13.1's behaviour (run in its venv, see
+tools/bootstrap.sh), not ours: the exception each situation raises, the
+writer's duck typing and error texts, Archive equality, the cluster cache
+controls. tools/peer_suite.py runs python-libzim's own tests against us;
+these pin the same behaviour in our suite, with the cases their tests miss.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+import libzim
+from libzim import writer
+from libzim.reader import (
+    Archive,
+    get_cluster_cache_current_size,
+    get_cluster_cache_max_size,
+    set_cluster_cache_max_size,
+)
+
+from conftest import child_python, run_threads
+
+MiB = 1 << 20
+PAGES = 60
+CLUSTER_SIZE = 16 * 1024
+
+
+class Page(writer.Item):
+    def __init__(self, path: str, title: str, content: bytes, hints=None):
+        super().__init__()
+        self.path, self.title, self.content, self.hints = path, title, content, hints
+
+    def get_path(self):
+        return self.path
+
+    def get_title(self):
+        return self.title
+
+    def get_mimetype(self):
+        return "text/html"
+
+    def get_contentprovider(self):
+        return writer.StringProvider(self.content)
+
+    def get_hints(self):
+        return {writer.Hint.COMPRESS: True} if self.hints is None else self.hints
+
+
+def page_bytes(i: int) -> bytes:
+    # Text that compresses, distinct per page.
+    return (f"<html><body><p>page {i}</p>" + f"word{i} " * (200 + 13 * i) + "</body></html>").encode()
+
+
+@pytest.fixture(scope="module")
+def zstd_zim(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dropin") / "pages.zim"
+    with writer.Creator(out).config_indexing(False, "eng").config_clustersize(CLUSTER_SIZE) as c:
+        for i in range(PAGES):
+            c.add_item(Page(f"p{i}", f"Page {i}", page_bytes(i)))
+    return out
+
+
+@pytest.fixture
+def budget():
+    """The process-wide budget, emptied first and restored after."""
+    saved = get_cluster_cache_max_size()
+    set_cluster_cache_max_size(0)
+    assert get_cluster_cache_current_size() == 0
+    yield
+    set_cluster_cache_max_size(saved)
+
+
+def read_all(archive: Archive, order=range(PAGES)) -> dict[int, bytes]:
+    return {i: bytes(archive.get_entry_by_path(f"p{i}").get_item().content) for i in order}
+
+
+# ---- cluster cache controls (python-libzim: libzim 9.3's global cluster cache) ----
+
+
+@pytest.mark.parametrize("value, expected", [
+    (None, 16 * MiB),      # python-libzim's default (libzim 9's)
+    ("3", 3 * MiB),        # N clusters, N MiB: libzim 9's own 16 -> 16 MiB
+    ("0", 0),
+    ("lots", 16 * MiB),    # not a count: the default
+])
+def test_budget_at_import(value, expected):
+    kw = child_python()
+    kw["env"].pop("ZIM_CLUSTERCACHE", None)
+    if value is not None:
+        kw["env"]["ZIM_CLUSTERCACHE"] = value
+    code = ("import os, libzim.reader as r; "
+            "print(r.get_cluster_cache_max_size(), r.get_cluster_cache_current_size(), "
+            "os.environ['ZIM_CLUSTERCACHE'])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, **kw)
+    assert out.returncode == 0, out.stderr
+    # libzim 8.1.1's own per-archive count is still set for it (32 unless the user's).
+    assert out.stdout.split() == [str(expected), "0", value or "32"]
+
+
+def test_current_size_counts_decoded_bytes(zstd_zim, budget):
+    set_cluster_cache_max_size(64 * MiB)
+    with Archive(zstd_zim) as a:
+        assert read_all(a) == {i: page_bytes(i) for i in range(PAGES)}
+        full = get_cluster_cache_current_size()
+        # Every page's bytes, plus each cluster's offset table (4 bytes per
+        # blob and one more per cluster): no more, no less.
+        content = sum(len(page_bytes(i)) for i in range(PAGES))
+        assert content < full <= content + 4 * (2 * PAGES)
+        read_all(a)  # all cached: nothing charged twice
+        assert get_cluster_cache_current_size() == full
+
+
+def test_one_budget_for_every_file(zstd_zim, tmp_path, budget):
+    copy = tmp_path / "copy.zim"
+    shutil.copyfile(zstd_zim, copy)  # another inode: a cache of its own
+    set_cluster_cache_max_size(64 * MiB)
+    with Archive(zstd_zim) as a, Archive(copy) as b:
+        read_all(a)
+        one = get_cluster_cache_current_size()
+        read_all(b)
+        assert get_cluster_cache_current_size() == 2 * one
+        # Lowering the budget evicts at once, across both files.
+        set_cluster_cache_max_size(one)
+        assert 0 < get_cluster_cache_current_size() <= one
+        read_all(a)
+        read_all(b)
+        assert get_cluster_cache_current_size() <= one
+    # Closing every Archive of the files frees their caches and their charge.
+    assert get_cluster_cache_current_size() == 0
+
+
+def test_shrinking_evicts_and_reads_stay_right(zstd_zim, budget):
+    set_cluster_cache_max_size(64 * MiB)
+    with Archive(zstd_zim) as a:
+        views = [a.get_entry_by_path(f"p{i}").get_item().content for i in range(PAGES)]
+        assert get_cluster_cache_current_size() > 0
+        set_cluster_cache_max_size(1024)  # smaller than any cluster: none stays
+        assert get_cluster_cache_current_size() == 0
+        assert get_cluster_cache_max_size() == 1024
+        # Views taken before keep their memory; reads with no cache decode again.
+        assert [bytes(v) for v in views] == [page_bytes(i) for i in range(PAGES)]
+        assert read_all(a, reversed(range(PAGES))) == {i: page_bytes(i) for i in range(PAGES)}
+        assert get_cluster_cache_current_size() == 0
+
+
+def test_budget_argument_checks(budget):
+    # python-libzim converts to uint64_t.
+    for bad, exc in ((-1, OverflowError), (1 << 64, OverflowError), ("3", TypeError), (None, TypeError)):
+        with pytest.raises(exc):
+            set_cluster_cache_max_size(bad)
+    set_cluster_cache_max_size(size_in_bytes=(1 << 64) - 1)
+    assert get_cluster_cache_max_size() == (1 << 64) - 1
+
+
+def test_budget_changes_while_threads_read(zstd_zim, budget):
+    expected = {i: hashlib.sha256(page_bytes(i)).hexdigest() for i in range(PAGES)}
+    stop = threading.Event()
+    results = []
+
+    def reader(seed, archive):
+        import random
+        order = list(range(PAGES)) * 4
+        random.Random(seed).shuffle(order)
+        results.append({i: hashlib.sha256(archive.get_entry_by_path(f"p{i}").get_item().content).hexdigest()
+                        for i in order})
+
+    def resizer():
+        sizes = [0, 20 * 1024, 64 * MiB, 1]
+        n = 0
+        while not stop.is_set():
+            set_cluster_cache_max_size(sizes[n % len(sizes)])
+            n += 1
+
+    with Archive(zstd_zim) as a, Archive(zstd_zim) as b:
+        t = threading.Thread(target=resizer)
+        t.start()
+        try:
+            run_threads([lambda s=s: reader(s, (a, b)[s % 2]) for s in range(4)])
+        finally:
+            stop.set()
+            t.join()
+    assert results == [expected] * 4
+
+
+# ---- exceptions: python-libzim's class in each situation (ours subclass it) ----
+
+
+def test_errors_are_what_python_libzim_raises(zstd_zim, tmp_path):
+    from libzim.search import Query, Searcher
+
+    with Archive(zstd_zim) as a:  # no main page, no full-text index
+        cases = [
+            (lambda: a.main_entry, RuntimeError, "No main page"),
+            (lambda: a.get_entry_by_path("p1").get_redirect_entry(), RuntimeError, "not a redirect"),
+            (lambda: a.get_metadata("Nope"), RuntimeError, "Nope"),
+            (lambda: a.get_metadata_item("Nope"), RuntimeError, "Nope"),
+            (lambda: a.get_entry_by_path("nope"), KeyError, "nope"),
+            (lambda: a.get_entry_by_title("nope"), KeyError, "nope"),
+            (lambda: a.get_illustration_item(999), KeyError, "999"),
+            (lambda: a._get_entry_by_id(a.all_entry_count), IndexError, "out of range"),
+            (lambda: a._get_entry_by_id(-1), OverflowError, "out of range"),
+            (lambda: Searcher(a).search(Query().set_query("x")), RuntimeError, "index"),
+            (lambda: Archive(tmp_path / "missing.zim"), RuntimeError, "missing.zim"),
+        ]
+        for call, expected, words in cases:
+            with pytest.raises(expected, match=words) as exc:
+                call()
+            # Ours are also one ZimError, which is itself a RuntimeError.
+            assert isinstance(exc.value, libzim.ZimError)
+            assert isinstance(exc.value, RuntimeError)
+    assert issubclass(libzim.ZimError, RuntimeError)
+    assert issubclass(libzim.EntryNotFoundError, KeyError)
+    assert issubclass(libzim.InvalidIndexError, IndexError)
+    assert issubclass(libzim.InvalidIndexError, OverflowError)
