@@ -203,27 +203,44 @@ static PyObject *call0(PyObject *obj, const char *name) {
     return PyObject_CallMethod(obj, name, NULL);
 }
 
-static int cb_item_provider(void *ctx, void *item, void **provider, uint64_t *size) {
-    WriterCtx *c = ctx;
-    PyGILState_STATE g = gil_enter();
+static int get_uint(PyObject *v, uint64_t max, uint64_t *out, const char *name);
+
+/* A callback's integer result, converted as python-libzim's Cython code
+ * converts it: anything but a number is "TypeError: an integer is required"
+ * (its tests match that text). */
+static int callback_uint(PyObject *v, const char *name, uint64_t max, uint64_t *out) {
+    if (!PyLong_Check(v) && !PyIndex_Check(v) && !PyFloat_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "an integer is required (%s() returned %.100s)", name,
+                     Py_TYPE(v)->tp_name);
+        return -1;
+    }
+    return get_uint(v, max, out, name);
+}
+
+/* With the GIL: the item's content provider (a new reference) and its size,
+ * checked as python-libzim checks them. */
+static int item_provider(PyObject *item, void **provider, uint64_t *size) {
     int rc = -1;
     PyObject *p = call0(item, "get_contentprovider"), *n = NULL;
     int truth = p ? PyObject_IsTrue(p) : -1;
     if (truth == 0)
         PyErr_SetString(PyExc_RuntimeError, "ContentProvider is None");
-    if (truth == 1 && (n = call0(p, "get_size")) != NULL) {
-        PyObject *i = PyNumber_Index(n);
-        *size = i ? PyLong_AsUnsignedLongLong(i) : (uint64_t)-1;
-        Py_XDECREF(i);
-        if (!PyErr_Occurred()) {
-            *provider = Py_NewRef(p);
-            rc = 0;
-        }
+    if (truth == 1 && (n = call0(p, "get_size")) != NULL &&
+        callback_uint(n, "get_size", UINT64_MAX, size) == 0) {
+        *provider = Py_NewRef(p);
+        rc = 0;
     }
-    if (rc < 0)
-        keep_error(c);
     Py_XDECREF(n);
     Py_XDECREF(p);
+    return rc;
+}
+
+static int cb_item_provider(void *ctx, void *item, void **provider, uint64_t *size) {
+    WriterCtx *c = ctx;
+    PyGILState_STATE g = gil_enter();
+    int rc = item_provider(item, provider, size);
+    if (rc < 0)
+        keep_error(c);
     gil_leave(g);
     return rc;
 }
@@ -305,16 +322,11 @@ static int fetch_indexdata(PyObject *d, int all, zs_indexdata *out) {
         fetch_str(d, "get_keywords", out->keywords) < 0)
         return -1;
     PyObject *wc = call0(d, "get_wordcount");
-    PyObject *i = wc ? PyNumber_Index(wc) : NULL;
-    unsigned long n = i ? PyLong_AsUnsignedLong(i) : 0;
-    Py_XDECREF(i);
+    uint64_t n = 0;
+    int rc = wc ? callback_uint(wc, "get_wordcount", UINT32_MAX, &n) : -1;
     Py_XDECREF(wc);
-    if (PyErr_Occurred())
+    if (rc < 0)
         return -1;
-    if (n > UINT32_MAX) {
-        PyErr_SetString(PyExc_OverflowError, "get_wordcount() is too large for libzim");
-        return -1;
-    }
     out->wordcount = (uint32_t)n;
     return fetch_geo(d, out);
 }
@@ -680,13 +692,30 @@ static PyObject *add_illustration(PyObject *self, PyObject *const *args, Py_ssiz
 
 /* Hints as libzim's map; for items (python-libzim) only Hint keys count,
  * and values are truth values. */
+static int hints_dict(zc_state *st, PyObject *hints, int item, zs_entry_def *def);
+
+/* An item's get_hints() result: python-libzim reads any mapping through
+ * .items() (a non-mapping fails there: "'int' object has no attribute
+ * 'items'"); add_redirection's hints argument must be a dict. */
 static int hints_arg(zc_state *st, PyObject *hints, int item, zs_entry_def *def) {
-    def->hints_set = 0;
-    if (!PyDict_Check(hints)) {
+    if (PyDict_Check(hints))
+        return hints_dict(st, hints, item, def);
+    if (!item) {
         PyErr_Format(PyExc_TypeError, "hints must be a dict, not %.100s",
                      Py_TYPE(hints)->tp_name);
         return -1;
     }
+    PyObject *pairs = call0(hints, "items"), *d = pairs ? PyDict_New() : NULL;
+    int rc = d ? PyDict_MergeFromSeq2(d, pairs, 1) : -1;
+    if (rc == 0)
+        rc = hints_dict(st, d, item, def);
+    Py_XDECREF(pairs);
+    Py_XDECREF(d);
+    return rc;
+}
+
+static int hints_dict(zc_state *st, PyObject *hints, int item, zs_entry_def *def) {
+    def->hints_set = 0;
     Py_ssize_t pos = 0;
     PyObject *k, *v;
     while (PyDict_Next(hints, &pos, &k, &v)) {
@@ -751,16 +780,24 @@ static PyObject *add_alias(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return add_link(self, args, nargs, kwnames, "add_alias", zs_creator_add_alias);
 }
 
-/* A getter's str result, kept alive in *keep while the shim uses it. */
+/* A getter's str result, kept alive in *keep while the shim uses it. Like
+ * python-libzim, anything else is asked for .encode('UTF-8') (None or an
+ * int then fail with "'int' object has no attribute 'encode'"). */
 static int item_str(PyObject *item, const char *name, PyObject **keep, zs_str *out) {
     *keep = call0(item, name);
     if (!*keep)
         return -1;
-    Py_ssize_t len;
-    out->ptr = PyUnicode_Check(*keep) ? PyUnicode_AsUTF8AndSize(*keep, &len) : NULL;
-    if (!out->ptr && !PyErr_Occurred())
-        PyErr_Format(PyExc_TypeError, "%s() must return str, not %.100s", name,
-                     Py_TYPE(*keep)->tp_name);
+    Py_ssize_t len = 0;
+    if (PyUnicode_Check(*keep)) {
+        out->ptr = PyUnicode_AsUTF8AndSize(*keep, &len);
+    } else {
+        Py_SETREF(*keep, PyObject_CallMethod(*keep, "encode", "s", "UTF-8"));
+        out->ptr = *keep && PyBytes_Check(*keep) ? PyBytes_AS_STRING(*keep) : NULL;
+        len = out->ptr ? PyBytes_GET_SIZE(*keep) : 0;
+        if (*keep && !out->ptr)
+            PyErr_Format(PyExc_TypeError, "%s().encode() must return bytes, not %.100s", name,
+                         Py_TYPE(*keep)->tp_name);
+    }
     out->len = out->ptr ? (size_t)len : 0;
     if (out->ptr && memchr(out->ptr, '\0', out->len)) {
         PyErr_Format(PyExc_ValueError, "%s() must not return NUL characters", name);
@@ -780,12 +817,10 @@ static PyObject *item_failed(CreatorObject *c, const char *what) {
 static PyObject *add_item(PyObject *self, PyObject *item) {
     CreatorObject *c = (CreatorObject *)self;
     zc_state *st = c->st;
+    /* Any object with the Item methods will do, as with python-libzim; a
+     * missing one fails when it is called (an AttributeError, the cause). */
     if (item == Py_None)
         return PyErr_Format(PyExc_TypeError, "Argument 'writer_item' must not be None");
-    if (st->WriterItem && !PyObject_TypeCheck(item, (PyTypeObject *)st->WriterItem))
-        return PyErr_Format(PyExc_TypeError,
-                            "Argument 'writer_item' has incorrect type (expected "
-                            "libzim.writer.Item, got %.100s)", Py_TYPE(item)->tp_name);
     if (c->state != STARTED)
         return creator_error(c, "Creator not started");
     zs_entry_def def = {0};
@@ -802,9 +837,15 @@ static PyObject *add_item(PyObject *self, PyObject *item) {
         item_failed(c, "get_hints");
         goto done;
     }
+    /* Before libzim creates the entry: libzim 8.1.1 asks for the provider
+     * after, and a failure then would leave an entry without content. */
+    if (item_provider(item, &def.provider, &def.provider_size) < 0) {
+        item_failed(c, "get_contentprovider");
+        goto done;
+    }
     int rc;
     zs_werror err;
-    Py_INCREF(item);  /* the shim's reference, given back through release */
+    Py_INCREF(item);  /* the shim's references, given back through release */
     CREATOR_CALL(c, rc, zs_creator_add_item(c->h, &def, item, &err));
     result = rc < 0 ? raise_werror(c, &err) : Py_NewRef(Py_None);
 done:

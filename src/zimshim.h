@@ -316,6 +316,12 @@ typedef struct {
     zs_str path, title, mimetype;
     unsigned hints_set;       /* bit k: hint k (libzim's HintKeys) given */
     uint64_t hints[2];
+    /* add_item only: the item's content provider and its size, fetched
+     * before libzim sees the item (a failure there then leaves the
+     * creation intact); the shim takes the reference and hands it to
+     * libzim's first getContentProvider(). */
+    void *provider;
+    uint64_t provider_size;
 } zs_entry_def;
 
 /* Takes ctx: the shim calls cb->ctx_free(ctx) once done, even on failure. */

@@ -207,20 +207,25 @@ zim::writer::Hints hints_of(const zs_entry_def *def) {
 
 std::string str(zs_str s) { return std::string(s.ptr ? s.ptr : "", s.len); }
 
-// Path, title, mimetype and hints were read from the Python item before the
-// call, with the GIL held; only content and index data call back.
+// Path, title, mimetype, hints and the first content provider were read from
+// the Python item before the call, with the GIL held; later content
+// providers (libzim's default indexing reads the content again) and index
+// data call back.
 class Item : public zim::writer::Item {
   public:
     Item(Ctx c, void *obj, const zs_entry_def *def)
         : c_(c), obj_(obj), path_(str(def->path)), title_(str(def->title)),
-          mimetype_(str(def->mimetype)), hints_(hints_of(def)) {}
-    ~Item() override { c_->cb->release(obj_, nullptr); }
+          mimetype_(str(def->mimetype)), hints_(hints_of(def)), first_(def->provider),
+          first_size_(def->provider_size) {}
+    ~Item() override { c_->cb->release(obj_, first_.exchange(nullptr)); }
     std::string getPath() const override { return path_; }
     std::string getTitle() const override { return title_; }
     std::string getMimeType() const override { return mimetype_; }
     zim::writer::Hints getHints() const override { return hints_; }
 
     std::unique_ptr<zim::writer::ContentProvider> getContentProvider() const override {
+        if (void *first = first_.exchange(nullptr))
+            return make_provider(c_, first, first_size_, path_);
         void *p = nullptr;
         uint64_t size = 0;
         if (c_->cb->item_provider(c_->ctx, obj_, &p, &size) < 0) {
@@ -254,6 +259,8 @@ class Item : public zim::writer::Item {
     void *obj_;
     std::string path_, title_, mimetype_;
     zim::writer::Hints hints_;
+    mutable std::atomic<void *> first_;  // taken by the first getContentProvider()
+    const uint64_t first_size_;
 };
 
 void set_werror(zs_werror *err, zs_kind kind, const std::string &msg) {
@@ -453,7 +460,7 @@ int zs_creator_add_item(zs_creator *c, const zs_entry_def *def, void *item, zs_w
     try {
         it = std::make_shared<Item>(c->c, item, def);
     } catch (...) {
-        c->c->cb->release(item, nullptr);
+        c->c->cb->release(item, def->provider);
         set_werror(err, ZS_ERR_MEMORY, "out of memory");
         return -1;
     }

@@ -221,3 +221,128 @@ def test_errors_are_what_python_libzim_raises(zstd_zim, tmp_path):
     assert issubclass(libzim.EntryNotFoundError, KeyError)
     assert issubclass(libzim.InvalidIndexError, IndexError)
     assert issubclass(libzim.InvalidIndexError, OverflowError)
+
+
+# ---- writer: duck-typed items, providers and index data; callback error texts ----
+
+
+class Duck:
+    """An item that is no libzim.writer.Item: python-libzim only calls its methods."""
+
+    def __init__(self, path, content="<html><body>duck</body></html>", **methods):
+        self.path, self.content, self.methods = path, content, methods
+
+    def __getattr__(self, name):
+        if name in self.methods:
+            return self.methods[name]
+        defaults = {
+            "get_path": lambda: self.path,
+            "get_title": lambda: self.path.title(),
+            "get_mimetype": lambda: "text/html",
+            "get_hints": lambda: {writer.Hint.FRONT_ARTICLE: True},
+            "get_contentprovider": lambda: writer.StringProvider(self.content),
+        }
+        if name in defaults and name not in self.methods.get("_missing", ()):
+            return defaults[name]
+        raise AttributeError(f"'Duck' object has no attribute '{name}'")
+
+
+class DuckProvider:
+    def __init__(self, data: bytes):
+        self.data, self.done = data, False
+
+    def get_size(self):
+        return len(self.data)
+
+    def feed(self):
+        out, self.done = (writer.Blob(b"") if self.done else writer.Blob(self.data)), True
+        return out
+
+
+def add_failing(creator, item, *texts, cause=None):
+    with pytest.raises(RuntimeError) as exc:
+        creator.add_item(item)
+    for text in texts:
+        assert text in str(exc.value)
+    assert isinstance(exc.value, libzim.WriterError)
+    if cause:
+        assert isinstance(exc.value.__cause__, cause)
+    return exc.value
+
+
+def test_duck_typed_items_and_failures_keep_the_creation(tmp_path):
+    out = tmp_path / "duck.zim"
+    with writer.Creator(out) as c:
+        c.add_item(Duck("plain"))
+        c.add_item(Duck("provided", get_contentprovider=lambda: DuckProvider(b"fed by a duck")))
+        # zimscraperlib 4.0.0 matches this text (test_create_without_workaround).
+        add_failing(c, "hello", "AttributeError: 'str' object has no attribute 'get_path'",
+                    cause=AttributeError)
+        add_failing(c, Duck("nohints", _missing=("get_hints",)), "has no attribute 'get_hints'",
+                    cause=AttributeError)
+        add_failing(c, Duck("intpath", get_path=lambda: 3),
+                    "AttributeError: 'int' object has no attribute 'encode'")
+        add_failing(c, Duck("inthints", get_hints=lambda: 1),
+                    "AttributeError: 'int' object has no attribute 'items'")
+        add_failing(c, Duck("noprovider", get_contentprovider=lambda: ""),
+                    "RuntimeError: ContentProvider is None")
+        add_failing(c, Duck("nocp", _missing=("get_contentprovider",)),
+                    "has no attribute 'get_contentprovider'")
+        bad_size = DuckProvider(b"x")
+        bad_size.get_size = lambda: ""
+        add_failing(c, Duck("badsize", get_contentprovider=lambda: bad_size),
+                    "TypeError: an integer is required", cause=TypeError)
+        raising = DuckProvider(b"x")
+        raising.get_size = lambda: 1 / 0
+        add_failing(c, Duck("raising", get_contentprovider=lambda: raising),
+                    "ZeroDivisionError: division by zero", cause=ZeroDivisionError)
+        # get_hints may return any mapping with items(); non-Hint keys are ignored.
+        c.add_item(Duck("mapping", get_hints=lambda: type("M", (), {
+            "items": lambda self: [(writer.Hint.COMPRESS, True), ("other", 1)]})()))
+    # As with python-libzim (libzim 9.8): the failed items left no entry, the rest is whole.
+    with Archive(out) as a:
+        assert a.check()
+        for path in ("hello", "nohints", "intpath", "inthints", "noprovider", "nocp", "badsize", "raising"):
+            assert not a.has_entry_by_path(path), path
+        assert bytes(a.get_entry_by_path("plain").get_item().content) == b"<html><body>duck</body></html>"
+        assert bytes(a.get_entry_by_path("provided").get_item().content) == b"fed by a duck"
+        assert a.has_entry_by_path("mapping")
+
+
+class DuckIndexData:
+    def has_indexdata(self):
+        return True
+
+    def get_title(self):
+        return "Quacking"
+
+    def get_content(self):
+        return "waterfowl quack quack"
+
+    def get_keywords(self):
+        return ""
+
+    def get_wordcount(self):
+        return 3
+
+    def get_geoposition(self):
+        return None
+
+
+def test_duck_typed_index_data_and_its_errors(tmp_path):
+    from libzim.search import Query, Searcher
+
+    out = tmp_path / "idx.zim"
+    with writer.Creator(out).config_indexing(True, "eng") as c:
+        c.add_item(Duck("quack", get_indexdata=lambda: DuckIndexData()))
+    with Archive(out) as a:
+        search = Searcher(a).search(Query().set_query("waterfowl"))
+        assert list(search.getResults(0, 5)) == ["quack"]
+
+    bad = DuckIndexData()
+    bad.get_wordcount = lambda: "three"
+    with pytest.raises(RuntimeError) as exc:
+        with writer.Creator(tmp_path / "bad.zim").config_indexing(True, "eng") as c:
+            c.add_item(Duck("quack", get_indexdata=lambda: bad))
+    assert "TypeError: an integer is required" in str(exc.value)
+    assert isinstance(exc.value.__cause__, TypeError)
