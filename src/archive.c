@@ -872,6 +872,12 @@ static PyObject *illustration_sizes(PyObject *self, zc_state *st, unsigned *size
 static PyObject *a_get_illustration_sizes(PyObject *self, PyObject *noargs) {
     (void)noargs;
     zc_state *st = zc_state_of(self);
+    /* python-libzim 3.13's words (libzim 9.3 added illustration infos,
+     * which libzim 8.1.1 and 9.2.3 lack). */
+    if (PyErr_WarnEx(PyExc_DeprecationWarning,
+                     "get_illustration_sizes() is deprecated, use get_illustration_infos() instead",
+                     1) < 0)
+        return NULL;
     unsigned sizes[64];
     size_t n = 0;
     if (!illustration_sizes(self, st, sizes, &n))
@@ -1213,27 +1219,54 @@ static PyObject *a_dirent_cache_current_size(PyObject *self, void *c) {
     return NULL;
 }
 
+/* What equality compares, as python-libzim does: the `filename` attribute
+ * (a subclass may override it), expanded and resolved (symlinks, ".."); and,
+ * beyond python-libzim, which has no offset=, the range opened in the file.
+ * NULL with an exception set when the filename does not resolve. */
+static PyObject *equality_key(PyObject *self) {
+    ArchiveObject *a = ARCHIVE(self);
+    PyObject *f = PyObject_GetAttrString(self, "filename");
+    PyObject *e = f ? PyObject_CallMethod(f, "expanduser", NULL) : NULL;
+    PyObject *r = e ? PyObject_CallMethod(e, "resolve", NULL) : NULL;
+    Py_XDECREF(f);
+    Py_XDECREF(e);
+    if (!r)
+        return NULL;
+    PyObject *key = a->has_range ? Py_BuildValue("(NKK)", r, a->offset, a->size)
+                                 : Py_BuildValue("(NOO)", r, Py_None, Py_None);
+    return key;
+}
+
+/* python-libzim answers "not equal" when a filename does not resolve. */
+static int key_failed(void) {
+    if (!PyErr_ExceptionMatches(PyExc_Exception))
+        return -1;
+    PyErr_Clear();
+    return 0;
+}
+
 static PyObject *archive_richcompare(PyObject *self, PyObject *other, int op) {
     zc_state *st = zc_state_of(self);
     if ((op != Py_EQ && op != Py_NE) || !PyObject_TypeCheck(other, st->Archive))
         Py_RETURN_NOTIMPLEMENTED;
-    ArchiveObject *a = ARCHIVE(self), *b = ARCHIVE(other);
-    /* The same archive: same identity and the same bytes, wherever it is
-     * stored (a copy, a split set, or embedded in another file). */
-    int eq = a->filename && b->filename && memcmp(a->info.uuid, b->info.uuid, 16) == 0 &&
-             a->info.filesize == b->info.filesize &&
-             a->info.all_entry_count == b->info.all_entry_count &&
-             strcmp(a->info.checksum, b->info.checksum) == 0;
+    PyObject *ka = equality_key(self), *kb = ka ? equality_key(other) : NULL;
+    int eq = ka && kb ? PyObject_RichCompareBool(ka, kb, Py_EQ) : key_failed();
+    Py_XDECREF(ka);
+    Py_XDECREF(kb);
+    if (eq < 0)
+        return NULL;
     return PyBool_FromLong(op == Py_EQ ? eq : !eq);
 }
 
+/* Consistent with equality (python-libzim's Archive is unhashable): equal
+ * archives resolve to the same key. */
 static Py_hash_t archive_hash(PyObject *self) {
-    /* A UUID is already uniformly random: fold it. */
-    uint64_t lo, hi;
-    memcpy(&lo, ARCHIVE(self)->info.uuid, 8);
-    memcpy(&hi, ARCHIVE(self)->info.uuid + 8, 8);
-    Py_hash_t h = (Py_hash_t)(lo ^ hi);
-    return h == -1 ? -2 : h;
+    PyObject *key = equality_key(self);
+    if (!key)
+        return key_failed() < 0 ? -1 : PyBaseObject_Type.tp_hash(self);
+    Py_hash_t h = PyObject_Hash(key);
+    Py_DECREF(key);
+    return h;
 }
 
 static PyObject *archive_repr(PyObject *self) {

@@ -346,3 +346,48 @@ def test_duck_typed_index_data_and_its_errors(tmp_path):
             c.add_item(Duck("quack", get_indexdata=lambda: bad))
     assert "TypeError: an integer is required" in str(exc.value)
     assert isinstance(exc.value.__cause__, TypeError)
+
+
+# ---- Archive equality, deprecations ----
+
+
+def test_archive_equality_follows_the_file_name(zstd_zim, tmp_path):
+    class Sub(Archive):
+        pass
+
+    class Renamed(Archive):
+        @property
+        def filename(self):
+            return 1  # does not resolve: equal to nothing (python-libzim)
+
+    class Elsewhere(Archive):
+        @property
+        def filename(self):
+            return self.claimed  # compared by what it says, not by what it opened
+
+    copy = tmp_path / "copy.zim"
+    shutil.copyfile(zstd_zim, copy)  # same bytes and UUID, another file
+    link = tmp_path / "link.zim"
+    link.symlink_to(zstd_zim)
+    dotted = zstd_zim.parent / ".." / zstd_zim.parent.name / zstd_zim.name
+    with Archive(zstd_zim) as a:
+        same = [Archive(zstd_zim), Archive(link), Archive(dotted), Archive(str(zstd_zim)), Sub(zstd_zim)]
+        for b in same:
+            assert a == b and not (a != b) and b == a
+            assert hash(a) == hash(b)
+        assert a != Archive(copy) and not (a == Archive(copy))
+        assert a != Renamed(zstd_zim) and Renamed(zstd_zim) != Renamed(zstd_zim)
+        other = Elsewhere(zstd_zim)
+        other.claimed = copy
+        assert other != a and other == Archive(copy) and Archive(copy) == other
+        assert a != str(zstd_zim) and a != object()
+        assert len({a, *same}) == 1
+
+
+def test_illustration_sizes_is_deprecated_as_in_python_libzim(suite_dir):
+    with Archive(suite_dir / "nons" / "small.zim") as a:
+        with pytest.warns(DeprecationWarning) as record:
+            assert a.get_illustration_sizes() == {48}
+    assert [str(w.message) for w in record] == [
+        "get_illustration_sizes() is deprecated, use get_illustration_infos() instead"]
+    assert record[0].filename == __file__  # stacklevel: the caller's line

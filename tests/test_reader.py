@@ -271,7 +271,7 @@ def test_split_archive_equals_unsplit(scheme):
         assert split.checksum == whole.checksum
         assert split.check() is True
         assert split.metadata_keys == whole.metadata_keys
-        assert split == whole
+        assert split != whole  # other files (python-libzim compares file names)
         assert read_every_entry(split) == read_every_entry(whole)
 
 
@@ -280,7 +280,7 @@ def test_embedded_equals_small(scheme):
     emb_path = SUITE / scheme / "small.zim.embedded"
     size = small_path.stat().st_size
     with Archive(small_path) as small, Archive(emb_path, offset=8, size=size) as emb:
-        assert emb == small
+        assert emb != small  # another file (python-libzim compares file names)
         assert emb.filesize == size
         assert emb.uuid == small.uuid
         assert emb.checksum == small.checksum

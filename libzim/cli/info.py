@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from typing import Any, Callable
 
 from libzim import ZimError
@@ -31,6 +32,14 @@ class Fields:
             return None
 
 
+
+def illustration_sizes(a: Any) -> list[int]:
+    # Deprecated by python-libzim for get_illustration_infos() (libzim 9.3),
+    # which the libzims here lack: the only way to list them.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return sorted(a.get_illustration_sizes())
+
 def read_info(a: Any) -> tuple[dict[str, Any], dict[str, str]]:
     """The report (the JSON output) and the fields that could not be read."""
     f = Fields()
@@ -52,7 +61,7 @@ def read_info(a: Any) -> tuple[dict[str, Any], dict[str, str]]:
         "checksum": None,
         "is_multipart": get("is_multipart", lambda: a.is_multipart),
         "has_new_namespace_scheme": get("has_new_namespace_scheme", lambda: a.has_new_namespace_scheme),
-        "illustration_sizes": get("illustration_sizes", lambda: sorted(a.get_illustration_sizes())),
+        "illustration_sizes": get("illustration_sizes", lambda: illustration_sizes(a)),
         "metadata": get("metadata", lambda: read_metadata(a)),
     }
     if info["has_checksum"]:
