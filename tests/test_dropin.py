@@ -391,3 +391,48 @@ def test_illustration_sizes_is_deprecated_as_in_python_libzim(suite_dir):
     assert [str(w.message) for w in record] == [
         "get_illustration_sizes() is deprecated, use get_illustration_infos() instead"]
     assert record[0].filename == __file__  # stacklevel: the caller's line
+
+
+# ---- top-level names of python-libzim's compiled module ----
+
+# dir() of python-libzim 3.13.1's `libzim` (its API names), and what each is there.
+TOP_LEVEL = {
+    "Archive": "reader.Archive", "Entry": "reader.Entry", "Item": "reader.Item",
+    "get_cluster_cache_current_size": "reader.get_cluster_cache_current_size",
+    "get_cluster_cache_max_size": "reader.get_cluster_cache_max_size",
+    "set_cluster_cache_max_size": "reader.set_cluster_cache_max_size",
+    "Query": "search.Query", "Search": "search.Search", "SearchResultSet": "search.SearchResultSet",
+    "Searcher": "search.Searcher",
+    "SuggestionResultSet": "suggestion.SuggestionResultSet",
+    "SuggestionSearch": "suggestion.SuggestionSearch",
+    "SuggestionSearcher": "suggestion.SuggestionSearcher",
+    "get_libzim_version": "version.get_libzim_version", "get_versions": "version.get_versions",
+    "print_versions": "version.print_versions",
+    "BaseWritingItem": "writer.Item", "Compression": "writer.Compression",
+    "ContentProvider": "writer.ContentProvider", "Creator": "writer.Creator",
+    "FileProvider": "writer.FileProvider", "Hint": "writer.Hint", "IndexData": "writer.IndexData",
+    "StringProvider": "writer.StringProvider", "WritingBlob": "writer.Blob",
+}
+
+
+def test_python_libzim_top_level_names():
+    import importlib
+    import uuid
+
+    for name, where in TOP_LEVEL.items():
+        module, attr = where.split(".")
+        assert getattr(libzim, name) is getattr(importlib.import_module(f"libzim.{module}"), attr), name
+        assert name in dir(libzim)
+    assert libzim.UUID is uuid.UUID
+    with pytest.raises(AttributeError):
+        libzim.NoSuchName  # noqa: B018
+
+
+def test_top_level_names_are_lazy():
+    code = ("import sys, libzim; before = {'libzim.writer', 'uuid'} & set(sys.modules); "
+            "libzim.Archive; after_reader = {'libzim.writer', 'uuid'} & set(sys.modules); "
+            "libzim.Creator; print(sorted(before), sorted(after_reader), 'libzim.writer' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         **child_python())
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["[]", "[]", "True"]
