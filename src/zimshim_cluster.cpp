@@ -296,7 +296,9 @@ const size_t kMaxSlots = 1 << 16;
 const uint64_t kDefaultBudget = uint64_t(16) << 20;  // libzim 9's default
 
 std::mutex g_lru_mu;
-Lru g_lru;
+// Never destroyed: a cache freed during interpreter exit (or a daemon
+// thread's read then) must not meet a list that static destruction freed.
+Lru &g_lru = *new Lru;
 uint64_t g_budget = kDefaultBudget, g_used = 0;
 std::once_flag g_budget_once;
 
@@ -399,7 +401,8 @@ namespace {
 using CacheKey = std::tuple<dev_t, ino_t, int64_t, int64_t, uint64_t, uint64_t>;
 
 std::mutex g_caches_mu;
-std::map<CacheKey, std::weak_ptr<ClusterCache>> g_caches;
+std::map<CacheKey, std::weak_ptr<ClusterCache>> &g_caches =
+    *new std::map<CacheKey, std::weak_ptr<ClusterCache>>;  // never destroyed, as g_lru
 
 }  // namespace
 
