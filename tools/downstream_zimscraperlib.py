@@ -73,12 +73,7 @@ NETWORK_FIXTURES = {
 }
 # Tests expected to fail here, strict (xfail_strict): a pass fails the run until its
 # entry goes. The reason says what would make it pass.
-EXPECTED_FAILURES = {
-    "tests/zim/test_zim_creator.py::test_create_without_workaround": (
-        "duck-typed writer items: Creator.add_item('hello') must raise RuntimeError naming "
-        "AttributeError (fix under way in the C writer)"
-    ),
-}
+EXPECTED_FAILURES: dict[str, str] = {}
 if os.geteuid() == 0:
     EXPECTED_FAILURES["tests/zim/test_fs.py::test_validate_zimfile_creatable_folder_not_writable"] = (
         "run as root: a folder made with mode 0o111 is still writable for root"
