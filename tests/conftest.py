@@ -1,8 +1,15 @@
 """Shared fixtures and paths for the tests.
 
-The test archives live in ../shared/zim-testing-suite (read-only, written by
-other people's tools). If that directory is missing the whole suite fails at
-collection: a reader test suite that silently skips its data proves nothing.
+Two sets of test archives:
+  * local ones (tests/local_archives.py), built at test time in a tmp dir by
+    our writer: the default suite needs nothing outside the repository;
+  * the real archives by others, the openZIM zim-testing-suite's data/
+    (../shared/zim-testing-suite, or LIBZIM_C_TEST_DATA). Tests that need them
+    are marked suite_data (by hand, or here for the fixtures below that hand
+    out those files). Without the folder they are skipped and the run ends
+    with one line saying how many and why; with LIBZIM_C_REQUIRE_TEST_DATA=1
+    a missing folder is an error (CI sets it): a reader test suite that
+    silently skips its data proves nothing.
 
 Which libzim is tested: by default this work tree's in-place build (the
 developer's loop). With LIBZIM_C_TEST_INSTALLED=1 the installed package in
@@ -27,13 +34,12 @@ from typing import Any, TypeVar
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SUITE = REPO_ROOT.parent / "shared" / "zim-testing-suite"
-
-if not (SUITE / "nons" / "small.zim").is_file() or not (SUITE / "withns" / "small.zim").is_file():
-    raise RuntimeError(
-        f"ZIM test data not found at {SUITE} (expected nons/ and withns/ with small.zim): "
-        "the reader tests need ../shared/zim-testing-suite next to the repository"
-    )
+SUITE = Path(os.environ.get("LIBZIM_C_TEST_DATA") or REPO_ROOT.parent / "shared" / "zim-testing-suite")
+HAVE_SUITE = (SUITE / "nons" / "small.zim").is_file() and (SUITE / "withns" / "small.zim").is_file()
+REQUIRE_SUITE = os.environ.get("LIBZIM_C_REQUIRE_TEST_DATA") == "1"
+suite_data = pytest.mark.suite_data
+# Tests that take one of these fixtures read the shared archives.
+SUITE_FIXTURES = frozenset({"suite_dir", "scheme", "small_path", "small", "wikibooks_path"})
 
 # tools/corpus.py builds the archives the fixtures need; it is not part of the package.
 sys.path.insert(0, str(REPO_ROOT / "tools"))
@@ -48,6 +54,8 @@ elif str(REPO_ROOT) not in sys.path:
 import libzim  # noqa: E402
 import libzim.reader  # noqa: E402
 import libzim.version  # noqa: E402
+
+import local_archives  # noqa: E402
 
 _LIBZIM_DIR = Path(libzim.__file__).resolve().parent
 if INSTALLED and _LIBZIM_DIR.parent != Path(sysconfig.get_path("platlib")).resolve():
@@ -116,6 +124,44 @@ def entry_record(entry) -> tuple:
 def read_every_entry(archive) -> list[tuple]:
     """Read every entry (internal ones included) by id, with content digests."""
     return [entry_record(archive._get_entry_by_id(i)) for i in range(archive.all_entry_count)]
+
+
+def pytest_configure(config) -> None:
+    if REQUIRE_SUITE and not HAVE_SUITE:
+        raise pytest.UsageError(
+            f"LIBZIM_C_REQUIRE_TEST_DATA=1 but the zim-testing-suite archives are not at {SUITE} "
+            "(expected nons/small.zim and withns/small.zim; set LIBZIM_C_TEST_DATA to its data/ folder)"
+        )
+
+
+_suite_skipped: list[str] = []
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        if SUITE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(suite_data)
+    if HAVE_SUITE:
+        return
+    skip = pytest.mark.skip(reason=f"needs the zim-testing-suite archives, not found at {SUITE}")
+    for item in items:
+        if item.get_closest_marker("suite_data"):
+            item.add_marker(skip)
+            _suite_skipped.append(item.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if _suite_skipped:
+        terminalreporter.write_line(
+            f"{len(_suite_skipped)} tests need the zim-testing-suite archives: not found at {SUITE}, "
+            "skipped; see README, \"Tests\" (LIBZIM_C_TEST_DATA, LIBZIM_C_REQUIRE_TEST_DATA)"
+        )
+
+
+@pytest.fixture(scope="session")
+def local():
+    """The archives built from this repository alone (tests/local_archives.py)."""
+    return local_archives.local()
 
 
 @pytest.fixture(scope="session")
