@@ -54,7 +54,7 @@ class Written:
     main_path: str
     items: dict[str, tuple[str, str, bytes]] = field(default_factory=dict)  # path -> (title, mimetype, bytes)
     redirects: dict[str, tuple[str, str]] = field(default_factory=dict)  # path -> (title, target path)
-    metadata: dict[str, bytes] = field(default_factory=dict)
+    metadata: dict[str, str] = field(default_factory=dict)
     illustration: bytes = b""
 
     @property
@@ -115,7 +115,7 @@ def build_small(out: Path) -> Written:
     """Like the suite's small.zim: one article main.html titled "Test ZIM file",
     a favicon PNG, the illustration, metadata, a title index, no full-text index."""
     icon = png(16)
-    w = Written(out, "main.html", metadata={k: v.encode() for k, v in METADATA.items()}, illustration=png(48))
+    w = Written(out, "main.html", metadata=dict(METADATA), illustration=png(48))
     w.items["main.html"] = (
         "Test ZIM file",
         "text/html",
@@ -265,10 +265,11 @@ def _bad_checksum(d: bytearray) -> bytes:
     return bytes(d)
 
 
-def _header_edit(name: str, value):
+def _header_edit(name: str, value, *, resealed: bool = True):
     def edit(d: bytearray) -> bytes:
         set_field(d, name, value(d))
-        reseal(d)
+        if resealed:
+            reseal(d)
         return bytes(d)
     return edit
 
@@ -379,7 +380,8 @@ def touched(defect: str, data: bytes) -> int:
 CORRUPTIONS = {
     "smaller_than_header": (_smaller_than_header, OPEN_FAILS, None),
     "bad_checksum": (_bad_checksum, VALIDATE, "checksum"),
-    "invalid_checksumpos": (_header_edit("checksumPos", _beyond), OPEN_FAILS, None),
+    # No checksum rewritten: where it would go is the defect.
+    "invalid_checksumpos": (_header_edit("checksumPos", _beyond, resealed=False), OPEN_FAILS, None),
     "invalid_mimelistpos": (_header_edit("mimeListPos", _beyond), OPEN_FAILS, None),
     "bad_mimetype_list": (_bad_mimetype_list, CONTENT_FAILS, "dirent_mimetypes"),
     "outofbounds_urlptrpos": (_header_edit("urlPtrPos", _beyond), OPEN_FAILS, None),
