@@ -39,7 +39,7 @@ HAVE_SUITE = (SUITE / "nons" / "small.zim").is_file() and (SUITE / "withns" / "s
 REQUIRE_SUITE = os.environ.get("LIBZIM_C_REQUIRE_TEST_DATA") == "1"
 suite_data = pytest.mark.suite_data
 # Tests that take one of these fixtures read the shared archives.
-SUITE_FIXTURES = frozenset({"suite_dir", "scheme", "small_path", "small", "wikibooks_path"})
+SUITE_FIXTURES = frozenset({"suite_dir", "scheme", "small_path", "small", "wikibooks_path", "wikibooks"})
 
 # tools/corpus.py builds the archives the fixtures need; it is not part of the package.
 sys.path.insert(0, str(REPO_ROOT / "tools"))

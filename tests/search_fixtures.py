@@ -34,6 +34,7 @@ from corpus import build_zim_from_dir, ensure_debian_doc_zim, write_png
 from libzim import writer
 from libzim.reader import Archive
 
+import local_archives
 from conftest import SUITE
 
 __all__ = [
@@ -68,7 +69,7 @@ __all__ = [
 ]
 
 WIKIBOOKS_ZIM = SUITE / "nons" / "wikibooks_be_all_nopic_2017-02.zim"
-SMALL_NOINDEX_ZIM = SUITE / "nons" / "small.zim"  # has no full-text index
+SMALL_NOINDEX_ZIM = local_archives.local().small.path  # has no full-text index
 
 
 @dataclass(frozen=True)

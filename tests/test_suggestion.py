@@ -54,6 +54,26 @@ def wb_titles(wikibooks) -> list[Entry]:
     return entries
 
 
+# The API's contracts (result objects, paging, bad input) on the local
+# multi-cluster archive and on the shared wikibooks one; each with a word
+# that many of its titles share.
+_ANY = {"local": "старонка", "wikibooks": "кухня"}
+
+
+@pytest.fixture(scope="module", params=["local", pytest.param("wikibooks", marks=pytest.mark.suite_data)])
+def any_archive(request):
+    import local_archives
+
+    path = local_archives.local().multi.path if request.param == "local" else WIKIBOOKS_ZIM
+    with Archive(path) as a:
+        yield a, _ANY[request.param]
+
+
+@pytest.fixture(scope="module")
+def any_suggester(any_archive):
+    return SuggestionSearcher(any_archive[0]), any_archive[1]
+
+
 @pytest.fixture(scope="module")
 def wb_suggester(wikibooks):
     return SuggestionSearcher(wikibooks)
@@ -143,11 +163,12 @@ def test_snippets_mark_the_matched_words(wb_suggester):
         assert re.sub(r"</?b>", "", r.snippet) == r.title
 
 
-def test_result_objects(wb_suggester):
-    search = wb_suggester.suggest("кухня")
+def test_result_objects(any_suggester):
+    suggester, word = any_suggester
+    search = suggester.suggest(word)
     assert isinstance(search, SuggestionSearch)
     # The query text shows as text (not as its UTF-8 bytes).
-    assert "кухня" in repr(search) and "b'" not in repr(search)
+    assert word in repr(search) and "b'" not in repr(search)
     rs = search.get_results(0, ALL)
     assert isinstance(rs, SuggestionResultSet)
     items = list(rs)
@@ -174,11 +195,13 @@ def test_result_objects(wb_suggester):
     assert pages == [x.path for x in items]
 
 
-def test_archives_property(wikibooks, wb_suggester):
-    assert wb_suggester.archives == (wikibooks,)
+def test_archives_property(any_archive):
+    assert SuggestionSearcher(any_archive[0]).archives == (any_archive[0],)
 
 
-def test_no_match_and_empty(wb_suggester, wikibooks):
+def test_no_match_and_empty(any_archive):
+    wikibooks = any_archive[0]
+    wb_suggester = SuggestionSearcher(wikibooks)
     for text in ("", "zzzzqqq"):
         s = wb_suggester.suggest(text)
         assert len(s.get_results(0, 10)) == 0
@@ -221,7 +244,8 @@ def test_small_archive_suggestions():
 # ---- bad input -----------------------------------------------------------------------
 
 
-def test_bad_query_text(wb_suggester):
+def test_bad_query_text(any_suggester):
+    wb_suggester = any_suggester[0]
     with pytest.raises(ValueError):
         wb_suggester.suggest("a\0b")
     with pytest.raises(UnicodeEncodeError):
@@ -233,8 +257,8 @@ def test_bad_query_text(wb_suggester):
             wb_suggester.suggest(bad)
 
 
-def test_bad_paging(wb_suggester):
-    s = wb_suggester.suggest("кухня")
+def test_bad_paging(any_suggester):
+    s = any_suggester[0].suggest(any_suggester[1])
     for start, count in ((-1, 5), (0, -1)):
         with pytest.raises(ValueError):
             s.get_results(start, count)
@@ -251,7 +275,8 @@ def test_bad_paging(wb_suggester):
         s.get_results(0, 5, include_snippets=False)  # suggestions have no such option
 
 
-def test_bad_construction(wikibooks):
+def test_bad_construction(any_archive):
+    wikibooks = any_archive[0]
     for bad in (None, 1, "x.zim", [wikibooks], (wikibooks,)):
         with pytest.raises(TypeError):
             SuggestionSearcher(bad)
@@ -259,7 +284,7 @@ def test_bad_construction(wikibooks):
         SuggestionSearcher()
     with pytest.raises(TypeError):
         SuggestionSearch()
-    closed = Archive(WIKIBOOKS_ZIM)
+    closed = Archive(wikibooks.filename)
     closed.close()
     with pytest.raises(libzim.ClosedError):
         SuggestionSearcher(closed)
