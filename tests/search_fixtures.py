@@ -46,6 +46,7 @@ __all__ = [
     "SUITE",
     "WIKIBOOKS_ZIM",
     "SMALL_NOINDEX_ZIM",
+    "LOCAL_MULTI_ZIM",
     "PYDOC_QUERIES",
     "SMALL_QUERIES",
     "pages_with",
@@ -69,6 +70,8 @@ __all__ = [
 ]
 
 WIKIBOOKS_ZIM = SUITE / "nons" / "wikibooks_be_all_nopic_2017-02.zim"
+# The multi-cluster archive built from this repository (Cyrillic titles, redirects, no full-text index).
+LOCAL_MULTI_ZIM = local_archives.local().multi.path
 SMALL_NOINDEX_ZIM = local_archives.local().small.path  # has no full-text index
 
 

@@ -4,13 +4,14 @@ import inspect
 
 import pytest
 
-from conftest import SUITE
+import local_archives
 from libzim.reader import Archive
 from libzim.search import Query, Search, Searcher
 from libzim.suggestion import SuggestionSearch, SuggestionSearcher
 
-SMALL = SUITE / "nons" / "small.zim"
-WIKIBOOKS = SUITE / "nons" / "wikibooks_be_all_nopic_2017-02.zim"
+# Built from this repository: the small one has main.html titled "Test ZIM file".
+SMALL = local_archives.local().small.path
+MULTI = local_archives.local().multi.path
 
 # Parameter names of python-libzim 3.x (libzim/libzim.pyx).
 SIGNATURES = {
@@ -58,6 +59,7 @@ def test_reader_keywords_give_the_positional_results():
 
 
 def test_suggestion_keywords_give_the_positional_results():
-    search = SuggestionSearcher(archive=Archive(WIKIBOOKS)).suggest(query="а")
+    search = SuggestionSearcher(archive=Archive(MULTI)).suggest(query="ста")
     assert list(search.getResults(start=0, count=5)) == list(search.getResults(0, 5))
     assert [r.path for r in search.get_results(start=0, count=5)] == list(search.getResults(0, 5))
+    assert len(list(search.getResults(0, 5))) == 5  # every page title starts with "Старонка"

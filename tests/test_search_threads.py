@@ -19,7 +19,7 @@ from libzim.suggestion import SuggestionSearcher
 from gilprobe import assert_releases_gil
 from search_fixtures import *  # noqa: F401,F403
 from conftest import gil_only
-from search_fixtures import PYDOC_QUERIES, SMALL_QUERIES, WIKIBOOKS_ZIM, result_rows
+from search_fixtures import LOCAL_MULTI_ZIM, PYDOC_QUERIES, SMALL_QUERIES, result_rows
 
 WORKERS = 4
 ROUNDS = 3
@@ -139,7 +139,7 @@ def test_shared_result_set_read_concurrently(pydoc_zim, expected):
 
 
 def test_shared_suggestion_searcher(zim_a):
-    with Archive(WIKIBOOKS_ZIM) as wb:
+    with Archive(LOCAL_MULTI_ZIM) as wb:
         queries = {
             "wb": [e.title[:k] for e in list(wb.iter_by_title())[::3] for k in (2, 4, 40)],
             "small": ["zor", "quiv", "chronicle", "the", "drum", "jorvlak", "x", ""],

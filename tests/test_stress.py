@@ -34,7 +34,7 @@ from libzim.reader import Archive
 from libzim.search import Searcher
 from libzim.suggestion import SuggestionSearcher
 from search_fixtures import *  # noqa: F401,F403
-from search_fixtures import MARKERS_A, MARKERS_B, SMALL_QUERIES, WIKIBOOKS_ZIM, result_rows
+from search_fixtures import LOCAL_MULTI_ZIM, MARKERS_A, MARKERS_B, SMALL_QUERIES, result_rows
 
 SECONDS = float(os.environ.get("LIBZIM_C_STRESS_SECONDS", "4"))
 THREADS = int(os.environ.get("LIBZIM_C_STRESS_THREADS", "6"))
@@ -242,7 +242,7 @@ def watch(threads: list[threading.Thread], progress: list[float], stall: float) 
 def test_stress(zim_a_path, zim_b_path, tmp_path):
     replaced = tmp_path / "replaced.zim"
     shutil.copyfile(zim_a_path, replaced)
-    files = [Path(zim_a_path), Path(zim_b_path), WIKIBOOKS_ZIM]
+    files = [Path(zim_a_path), Path(zim_b_path), LOCAL_MULTI_ZIM]
     refs = {}
     for p in files:
         with Archive(p) as a:
