@@ -149,6 +149,9 @@ def build_multi(out: Path, *, pages: int = 60, seed: int = 20240611) -> Written:
     for i in range(8):
         w.items[f"img/pic{i}.bin"] = (f"pic{i}", "application/octet-stream", rnd.randbytes(3000 + 500 * i))
     w.items["style.css"] = ("style.css", "text/css", b"body { color: #123; }\n" * 50)
+    # More than a pipe holds (64 KiB), in a cluster of its own.
+    w.items["big.css"] = ("big.css", "text/css", "".join(
+        f".c{i} {{ margin: {rnd.randrange(100)}px; }}\n" for i in range(8000)).encode())
     links = "".join(f'<a href="page{i:03d}.html">{i}</a>' for i in range(pages))
     w.items["index.html"] = ("Local multi-cluster archive", "text/html",
                              f"<html><body>{links}</body></html>".encode())

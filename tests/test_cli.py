@@ -16,18 +16,27 @@ from pathlib import Path
 import pytest
 
 import corpus
-from conftest import SUITE, child_python, per_libzim
+import local_archives
+from conftest import HAVE_SUITE, SUITE, child_python, per_libzim, suite_data
 from libzim.reader import Archive
 
 NONS = SUITE / "nons"
 WITHNS = SUITE / "withns"
-SMALL = NONS / "small.zim"
 WIKIBOOKS = NONS / "wikibooks_be_all_nopic_2017-02.zim"
 WIKIBOOKS_SPLIT = NONS / "wikibooks_be_all_nopic_2017-02_splitted.zim"
+# Built from this repository (local_archives.py); the small one has the shared
+# small.zim's facts used here (main.html titled "Test ZIM file", a favicon.png,
+# no full-text index).
+LOCAL = local_archives.local()
+SMALL = LOCAL.small.path
+MULTI = LOCAL.multi.path
 BAD_MIMETYPE = NONS / "invalid.bad_mimetype_in_dirent.zim"
 
 SUBCOMMANDS = ("info", "search", "suggest", "get", "check", "bench", "demo")
-INVALID = sorted(p for d in (NONS, WITHNS) for p in d.glob("invalid.*.zim"))
+INVALID = sorted(LOCAL.corrupt.values()) + [
+    pytest.param(p, marks=suite_data) for p in sorted(p for d in (NONS, WITHNS) for p in d.glob("invalid.*.zim"))]
+if not HAVE_SUITE:  # a placeholder, so that the skipped shared cases are counted
+    INVALID.append(pytest.param(NONS / "invalid.*.zim", marks=suite_data))
 
 
 def _child() -> dict:
@@ -193,11 +202,24 @@ def test_info_text_small():
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout.decode()
     assert "main.html" in text and "Test ZIM file" in text
-    assert "16 in all" in text
+    assert f"{local_archives.header(SMALL.read_bytes())['entryCount']} in all" in text
     assert "<binary, " in text  # the illustration is not dumped as text
     assert Archive(SMALL).checksum in text
 
 
+def test_info_local_split_equals_unsplit():
+    whole = zim_json("info", MULTI)
+    split = zim_json("info", LOCAL.split)
+    assert whole["is_multipart"] is False and split["is_multipart"] is True
+    assert whole["has_fulltext_index"] is False
+    assert whole["metadata"]["Language"] == LOCAL.multi.metadata["Language"]
+    assert whole["counts"]["all"] == local_archives.header(MULTI.read_bytes())["entryCount"]
+    for key in ("uuid", "counts", "checksum", "main_entry", "metadata", "has_fulltext_index"):
+        assert whole[key] == split[key], key
+    assert whole["main_entry"]["target_title"] == LOCAL.multi.items["index.html"][0]
+
+
+@suite_data
 def test_info_wikibooks_split_equals_unsplit():
     whole = zim_json("info", WIKIBOOKS)
     split = zim_json("info", WIKIBOOKS_SPLIT)
@@ -211,7 +233,8 @@ def test_info_wikibooks_split_equals_unsplit():
     assert whole["main_entry"]["target_title"] == a.main_entry.get_item().title
 
 
-@pytest.mark.parametrize("path", INVALID + [NONS / "small.zim.embedded.multi"], ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", INVALID + [pytest.param(NONS / "small.zim.embedded.multi", marks=suite_data)],
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_info_invalid_archives(path):
     proc = zim("info", path, "--json")
     if proc.returncode == 0:  # libzim accepts a few of them; then the output must be sound
@@ -225,7 +248,7 @@ def test_info_invalid_archives(path):
 
 def test_info_partly_unreadable_archive():
     # Opens, but the media count (read from the M/Counter cluster) and metadata are unreadable.
-    path = NONS / "invalid.outofbounds_first_clusterptr.zim"
+    path = LOCAL.corrupt["outofbounds_first_clusterptr"]
     proc = zim("info", path)
     line = assert_one_line_error(proc, names=str(path))
     try:
@@ -251,20 +274,32 @@ def test_info_unopenable(path):
     [
         (SMALL, "main.html"),
         (SMALL, "favicon.png"),  # binary
-        (WITHNS / "small.zim", "A/main.html"),
-        (WIKIBOOKS, "Першая_старонка.html"),  # non-ASCII path
-        (WIKIBOOKS_SPLIT, "j/head.js"),  # largest item, from the multi-part archive
+        (MULTI, "page005.html"),  # Cyrillic title
+        (LOCAL.split, "big.css"),  # largest item, from the multi-part archive
+        pytest.param(WITHNS / "small.zim", "A/main.html", marks=suite_data),
+        pytest.param(WIKIBOOKS, "Першая_старонка.html", marks=suite_data),  # non-ASCII path
+        pytest.param(WIKIBOOKS_SPLIT, "j/head.js", marks=suite_data),  # largest item, multi-part
     ],
 )
 def test_get_bytes_equal_library(archive, path):
     proc = zim("get", archive, path)
     assert proc.returncode == 0, proc.stderr
     expected = bytes(Archive(archive).get_entry_by_path(path).get_item().content)
+    if archive in (SMALL, MULTI, LOCAL.split):  # and what was written
+        assert expected == (LOCAL.small if archive == SMALL else LOCAL.multi).items[path][2]
     assert len(expected) > 0
     assert proc.stdout == expected
     assert proc.stderr == ""
 
 
+def test_get_follows_local_redirects():
+    title, target = LOCAL.multi.redirects["alias007.html"]
+    proc = zim("get", MULTI, "alias007.html")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == LOCAL.multi.items[target][2]
+
+
+@suite_data
 def test_get_follows_redirects():
     a = Archive(WIKIBOOKS)
     entry = a.get_entry_by_path("Main_Page.html")
@@ -306,7 +341,7 @@ def test_get_unreadable_content_is_one_line():
     # Opens, but most items point outside the file (libzim prints an assertion dump).
     # Whether the binding refuses it on open or on reading content,
     # `get` must fail with one line.
-    path = NONS / "invalid.outofbounds_first_clusterptr.zim"
+    path = LOCAL.corrupt["outofbounds_first_clusterptr"]
     bad = "main.html"
     try:
         a = Archive(path)
@@ -328,7 +363,7 @@ def test_get_unreadable_content_is_one_line():
 
 def test_get_broken_pipe_is_quiet():
     proc = subprocess.Popen(
-        [sys.executable, "-m", "libzim", "get", WIKIBOOKS, "j/head.js"],  # 134 kB: more than a pipe holds
+        [sys.executable, "-m", "libzim", "get", LOCAL.split, "big.css"],  # more than a pipe holds
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         **_child(),
@@ -362,6 +397,21 @@ def test_check_json_small():
     assert all(c["ok"] for c in report["checks"])
 
 
+def test_check_bad_checksum_fails():
+    # Only the checksum was changed: that check fails, and check() with it.
+    path = LOCAL.corrupt["bad_checksum"]
+    proc = zim("check", path, "--json")
+    assert proc.returncode == 1, proc.stderr
+    report = json.loads(proc.stdout)
+    by_name = {c["name"]: c for c in report["checks"]}
+    assert report["ok"] is False
+    assert {n for n, c in by_name.items() if not c["ok"]} == {"checksum", "check()"}
+    assert by_name["checksum"]["message"] == "Checksum doesn't match"
+    text = zim("check", path)
+    assert text.returncode == 1 and "FAILED" in text.stdout.decode() and text.stderr == ""
+
+
+@suite_data
 def test_check_bad_mimetype_fails():
     proc = zim("check", BAD_MIMETYPE, "--json")
     assert proc.returncode == 1, proc.stderr
@@ -405,8 +455,8 @@ def test_search_without_fulltext_index_is_an_error():
 
 
 def test_search_none_indexed_among_several():
-    line = assert_one_line_error(zim("search", SMALL, WIKIBOOKS, "test"))
-    assert "full-text index" in line and str(SMALL) in line and str(WIKIBOOKS) in line
+    line = assert_one_line_error(zim("search", SMALL, MULTI, "test"))
+    assert "full-text index" in line and str(SMALL) in line and str(MULTI) in line
 
 
 def test_search_json_matches_library(ft_zim):
@@ -504,6 +554,13 @@ def test_suggest_json_matches_library(ft_zim):
     assert out["results"][0]["title"] == "Quokka facts"
 
 
+def test_suggest_local_text():
+    proc = zim("suggest", MULTI, "Старонка 005", "--limit", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert LOCAL.multi.items["page005.html"][0] in proc.stdout.decode("utf-8")
+
+
+@suite_data
 def test_suggest_wikibooks_text():
     proc = zim("suggest", WIKIBOOKS, "Першая", "--limit", "3")
     assert proc.returncode == 0, proc.stderr
@@ -511,7 +568,7 @@ def test_suggest_wikibooks_text():
 
 
 def test_suggest_invalid_archive():
-    assert_one_line_error(zim("suggest", NONS / "invalid.smaller_than_header.zim", "x"), names="invalid.smaller_than_header.zim")
+    assert_one_line_error(zim("suggest", LOCAL.corrupt["smaller_than_header"], "x"), names="invalid.smaller_than_header.zim")
 
 
 # ----------------------------------------------------------------------------- bench
