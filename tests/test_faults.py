@@ -9,10 +9,11 @@ from libzim import _libzim
 from libzim.reader import Archive
 from libzim.suggestion import SuggestionSearcher
 
-from conftest import SUITE
+import local_archives
 
-SMALL = SUITE / "nons" / "small.zim"
-WIKIBOOKS = SUITE / "nons" / "wikibooks_be_all_nopic_2017-02.zim"
+# Built from this repository (local_archives.py): any valid archives do here.
+SMALL = local_archives.local().small.path
+WIKIBOOKS = local_archives.local().multi.path
 
 
 @pytest.fixture(autouse=True)

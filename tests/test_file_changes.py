@@ -26,7 +26,11 @@ from libzim.reader import Archive
 from libzim.search import Searcher
 from libzim.suggestion import SuggestionSearcher
 from search_fixtures import *  # noqa: F401,F403
-from conftest import SUITE, child_python
+import local_archives
+from conftest import child_python
+
+# Built from this repository (local_archives.py): main.html, favicon.png (stored uncompressed).
+LOCAL_SMALL = local_archives.local().small
 from search_fixtures import MARKERS_A, PAGES_A, PAGES_B, pages_with
 
 ALL = 1000
@@ -171,7 +175,8 @@ def test_empty_path_has_a_name_in_the_message():
     ("raise KeyboardInterrupt", "KeyboardInterrupt"),  # Ctrl-C: the handler's exception
     ("pass", "opened"),  # a handler that returns: the open is retried (PEP 475)
 ])
-def test_interrupted_open_runs_signal_handlers(small_path, handler, want):
+def test_interrupted_open_runs_signal_handlers(handler, want):
+    small_path = LOCAL_SMALL.path
     # _test_block_open makes the next open wait for a signal and fail with
     # EINTR, as open(2) does on a FIFO or a hung network file system.
     proc = run_child(f"""
@@ -220,7 +225,7 @@ def test_truncated_file_raises_instead_of_sigbus(tmp_path, call):
     # libzim maps the file; reading a mapped page past a truncated end is
     # SIGBUS. Each call runs in its own process so a crash fails one case.
     path = tmp_path / "small.zim"
-    data = (SUITE / "nons" / "small.zim").read_bytes()
+    data = LOCAL_SMALL.path.read_bytes()
     path.write_bytes(data)
     proc = run_child(f"""
         from libzim.suggestion import SuggestionSearcher
@@ -243,7 +248,7 @@ def test_content_views_survive_truncation(tmp_path):
     # favicon.png is stored uncompressed: libzim's own view of it is a map of
     # the file, which faulted on first read after the truncation.
     path = tmp_path / "small.zim"
-    data = (SUITE / "nons" / "small.zim").read_bytes()
+    data = LOCAL_SMALL.path.read_bytes()
     path.write_bytes(data)
     proc = run_child(f"""
         import hashlib
@@ -254,7 +259,5 @@ def test_content_views_survive_truncation(tmp_path):
             print(hashlib.sha256(v).hexdigest())
         """)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    with Archive(SUITE / "nons" / "small.zim") as a:  # an untouched copy, for the expected bytes
-        want = [hashlib.sha256(a.get_entry_by_path(p).get_item().content).hexdigest()
-                for p in ("favicon.png", "main.html")]
+    want = [hashlib.sha256(LOCAL_SMALL.items[p][2]).hexdigest() for p in ("favicon.png", "main.html")]
     assert proc.stdout.split() == want

@@ -12,7 +12,8 @@ import pytest
 
 import libzim
 
-from conftest import SUITE, child_python
+import local_archives as L
+from conftest import SUITE, child_python, suite_data
 
 # (shared file, [(offset, new byte)], code run on the mutated archive `a`)
 CASES = {
@@ -65,6 +66,7 @@ CASES = {
 }
 
 
+@suite_data
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_mutated_archive_gives_errors_not_crashes(tmp_path, name):
     source, patch, code = CASES[name]
@@ -91,6 +93,7 @@ OPEN_CASES = {
 }
 
 
+@suite_data
 @pytest.mark.parametrize("name", sorted(OPEN_CASES))
 def test_corrupt_title_listing_refused_at_open(tmp_path, name):
     source, patch, listing, blob = OPEN_CASES[name]
@@ -116,6 +119,7 @@ def test_corrupt_title_listing_refused_at_open(tmp_path, name):
 XAPIAN_CRASH = ("nons/small.zim", [(7740, 253)])
 
 
+@suite_data
 def test_check_untrusted_reports_the_xapian_crash(tmp_path):
     from libzim.reader import check_untrusted
     from libzim.version import get_versions
@@ -141,6 +145,7 @@ def test_check_untrusted_reports_the_xapian_crash(tmp_path):
         assert crashed, "the reproducer no longer crashes this Xapian: the test proves nothing"
 
 
+@suite_data
 @pytest.mark.parametrize("name", ["nons/small.zim", "withns/small.zim", "nons/invalid.smaller_than_header.zim",
                                   "nons/invalid.nonsorted_dirent_table.zim"])
 def test_check_untrusted_passes_what_does_not_crash(name):
@@ -149,3 +154,105 @@ def test_check_untrusted_passes_what_does_not_crash(name):
     assert check_untrusted(SUITE / name) is None
     assert check_untrusted(SUITE / "nons" / "small.zim.embedded", offset=8,
                            size=(SUITE / "nons" / "small.zim").stat().st_size) is None
+
+
+# ---- the same defects, rebuilt on the local small archive (local_archives.py) ----------
+# The byte changes above are offsets in the shared file; here the same defects
+# are made at offsets found in the local archive's dirents and clusters.
+
+
+def _blob(data: bytes, path: str) -> tuple[dict, int, int]:
+    """(dirent of X/<path>, file offset of its blob, blob count of its cluster):
+    the cluster must be stored uncompressed, as the listings and indexes are."""
+    import struct
+
+    h = L.header(data)
+    d = next(L.dirent(data, i) for i in range(h["entryCount"])
+             if L.dirent(data, i)["ns"] == "X" and L.dirent(data, i)["path"] == path)
+    cp = struct.unpack_from("<Q", data, h["clusterPtrPos"] + 8 * d["cluster"])[0]
+    assert data[cp] & 0x0F == 1, "the cluster is compressed"
+    first, off = struct.unpack_from("<II", data, cp + 1), struct.unpack_from("<I", data, cp + 1 + 4 * d["blob"])
+    return d, cp + 1 + off[0], first[0] // 4 - 1
+
+
+def _run(path, code: str) -> subprocess.CompletedProcess:
+    script = ("import libzim\nfrom libzim.reader import Archive\nfrom libzim.search import Searcher\n"
+              "from libzim.suggestion import SuggestionSearcher\n" + textwrap.dedent(code))
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                          **child_python())
+
+
+@pytest.mark.parametrize("listing", ["titleOrdered/v0", "titleOrdered/v1"])
+def test_local_corrupt_title_listing_refused_at_open(tmp_path, listing):
+    import struct
+
+    data = bytearray(L.local().small.path.read_bytes())
+    d, _, blobs = _blob(data, f"listing/{listing}")
+    bad = 0x40000000 | d["blob"]  # as the shared case: the blob number's high byte set
+    struct.pack_into("<I", data, d["pos"] + 12, bad)
+    path = tmp_path / "mutated-small.zim"
+    path.write_bytes(bytes(data))
+    proc = _run(path, f"""
+        try:
+            Archive({str(path)!r})
+        except libzim.ArchiveError as e:
+            print(e)
+        """)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout == f"{path}: corrupt title listing 'listing/{listing}': blob {bad} in a cluster of {blobs} blobs\n"
+
+
+def test_local_title_index_blob_out_of_range(tmp_path):
+    import struct
+
+    data = bytearray(L.local().small.path.read_bytes())
+    d, _, _ = _blob(data, "title/xapian")
+    struct.pack_into("<I", data, d["pos"] + 12, 0x40000000 | d["blob"])
+    path = tmp_path / "mutated-small.zim"
+    path.write_bytes(bytes(data))
+    proc = _run(path, f"""
+        a = Archive({str(path)!r})
+        for call in (lambda: a.has_title_index, lambda: a.has_fulltext_index,
+                     lambda: SuggestionSearcher(a).suggest("t").get_results(0, 5),
+                     lambda: Searcher(a)):
+            try:
+                call()
+            except libzim.ZimError as e:
+                assert "\\n" not in str(e) and "small" in str(e), str(e)
+        print("done")
+        """)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines()[-1] == "done"
+
+
+def test_local_check_untrusted_reports_the_xapian_crash(tmp_path):
+    """The shared case's byte, at the same place in the local title index's
+    Xapian database (46 bytes into it: the same glass header layout)."""
+    from libzim.reader import check_untrusted
+    from libzim.version import get_versions
+
+    data = bytearray(L.local().small.path.read_bytes())
+    _, start, _ = _blob(data, "title/xapian")
+    assert data[start:start + 14] == b"\x0f\rXapian Glass"
+    data[start + 46] = 253
+    path = tmp_path / "mutated-small.zim"
+    path.write_bytes(bytes(data))
+    try:
+        check_untrusted(path)
+        crashed = False
+    except libzim.ArchiveError as e:
+        assert str(e) == f"{path}: unsafe to open: reading it crashed the checking process (SIGSEGV)"
+        crashed = True
+    proc = _run(path, f"SuggestionSearcher(Archive({str(path)!r}))\n")
+    assert (proc.returncode == -signal.SIGSEGV) == crashed, proc.returncode
+    if get_versions()["libxapian"] == "1.4.22":
+        assert crashed, "the reproducer no longer crashes this Xapian: the test proves nothing"
+
+
+@pytest.mark.parametrize("name", ["small", "smaller_than_header", "nonsorted_dirent_table"])
+def test_local_check_untrusted_passes_what_does_not_crash(name):
+    from libzim.reader import check_untrusted
+
+    local = L.local()
+    assert check_untrusted(local.small.path if name == "small" else local.corrupt[name]) is None
+    assert check_untrusted(local.embedded, offset=L.EMBED_OFFSET, size=local.small_size) is None
