@@ -11,11 +11,16 @@ import struct
 import pytest
 
 import libzim
-from conftest import SUITE
+import local_archives
+from conftest import SUITE, suite_data
 from libzim.reader import Archive
 from libzim.search import Searcher
 
 NONS = SUITE / "nons"
+# Built from this repository (local_archives.py): main.html, favicon.png, an
+# embedded copy at offset 8, the multi-cluster archive, corrupt copies.
+LOCAL = local_archives.local()
+SMALL = LOCAL.small.path
 
 
 # ---- messages and argument checks -------------------------------------------------
@@ -29,7 +34,7 @@ def test_searcher_of_no_archive_names_its_subject():
 
 @pytest.mark.parametrize("size", [-1, 2**32, 2**40, 2**63, 2**64, -(2**70)])
 def test_illustration_sizes_out_of_range_are_valueerrors(size):
-    with Archive(NONS / "small.zim") as a:
+    with Archive(SMALL) as a:
         for call in (a.has_illustration, a.get_illustration_item):
             with pytest.raises(ValueError) as info:
                 call(size)
@@ -38,7 +43,7 @@ def test_illustration_sizes_out_of_range_are_valueerrors(size):
 
 
 def test_range_past_the_end_of_the_file_is_refused_before_libzim():
-    path = NONS / "small.zim.embedded"
+    path = LOCAL.embedded
     n = path.stat().st_size
     with pytest.raises(ValueError) as info:
         Archive(path, offset=8, size=n)
@@ -53,7 +58,7 @@ def test_range_past_the_end_of_the_file_is_refused_before_libzim():
 
 @pytest.mark.parametrize("order", ["iter_by_path", "iter_by_title", "iter_efficient"])
 def test_length_hint_falls_as_the_iterator_is_consumed(order):
-    with Archive(NONS / "wikibooks_be_all_nopic_2017-02.zim") as a:
+    with Archive(LOCAL.multi.path) as a:
         it = getattr(a, order)()
         total = operator.length_hint(it)
         assert total > 60
@@ -65,10 +70,11 @@ def test_length_hint_falls_as_the_iterator_is_consumed(order):
         assert operator.length_hint(it) == 0
 
 
-@pytest.mark.parametrize("scheme", ["nons", "withns"])
-def test_embedded_archive_with_offset_only(scheme, tmp_path):
+@pytest.mark.parametrize("which", ["local", pytest.param("nons", marks=suite_data),
+                                   pytest.param("withns", marks=suite_data)])
+def test_embedded_archive_with_offset_only(which, tmp_path):
     # offset= without size=: the archive runs to the end of the file.
-    small = SUITE / scheme / "small.zim"
+    small = SMALL if which == "local" else SUITE / which / "small.zim"
     container = tmp_path / "container.bin"
     container.write_bytes(b"\x7f" * 1000 + small.read_bytes())
     with Archive(container, offset=1000) as emb, Archive(small) as a:
@@ -95,10 +101,13 @@ def raw_dirents(data: bytes, count: int) -> list[tuple[str, str, bool, int]]:
     return out
 
 
-@pytest.mark.parametrize("name", ["nons/small.zim", "nons/wikibooks_be_all_nopic_2017-02.zim",
-                                  "withns/wikibooks_be_all_nopic_2017-02.zim"])
+@pytest.mark.parametrize("name", [
+    "local/small.zim", "local/multi.zim",
+    *(pytest.param(n, marks=suite_data) for n in (
+        "nons/small.zim", "nons/wikibooks_be_all_nopic_2017-02.zim", "withns/wikibooks_be_all_nopic_2017-02.zim")),
+])
 def test_iter_efficient_is_in_cluster_order(name):
-    path = SUITE / name
+    path = LOCAL.dir / name.split("/")[1] if name.startswith("local/") else SUITE / name
     with Archive(path) as a:
         got = [e.path for e in a.iter_efficient()]
         by_path = [e.path for e in a.iter_by_path()]
@@ -109,28 +118,29 @@ def test_iter_efficient_is_in_cluster_order(name):
     ordered = sorted(dirents, key=lambda d: d[3])
     want = [p if new_scheme else f"{ns}/{p}" for ns, p, _, _ in ordered]
     assert got == want
-    if name == "nons/small.zim":
+    if name.endswith("/small.zim") and name != "withns/small.zim":
         assert got != by_path  # main.html (cluster 0) before favicon.png (cluster 1)
 
 
 def test_archives_differing_only_in_stored_checksum_are_unequal(tmp_path):
-    data = bytearray((NONS / "small.zim").read_bytes())
+    data = bytearray(SMALL.read_bytes())
     (checksum_pos,) = struct.unpack_from("<Q", data, 72)
     copy, changed = tmp_path / "copy.zim", tmp_path / "changed.zim"
     copy.write_bytes(bytes(data))
     data[checksum_pos] ^= 0xFF
     changed.write_bytes(bytes(data))
-    with Archive(NONS / "small.zim") as a, Archive(copy) as b, Archive(changed) as c:
+    with Archive(SMALL) as a, Archive(copy) as b, Archive(changed) as c:
         # Equality follows the file name, as python-libzim's (tests/test_dropin.py).
-        assert a == Archive(NONS / "small.zim") and a != b
+        assert a == Archive(SMALL) and a != b
         assert a.uuid == c.uuid and a.filesize == c.filesize
         assert a != c and not (a == c)
 
 
 def test_validate_reports_a_check_that_throws_as_failed():
-    # The shared suite's README: the title pointer is out of bounds; libzim
-    # 8.1.1's title index check throws on it instead of answering.
-    with Archive(NONS / "invalid.outofbounds_titleptrpos.zim") as a:
+    # The title pointer is out of bounds (local_archives.py's edit, as in the
+    # shared suite's file of that name); libzim 8.1.1's title index check
+    # throws on it instead of answering.
+    with Archive(LOCAL.corrupt["outofbounds_titleptrpos"]) as a:
         assert a.validate(["title_index"]) == ["title_index"]
         assert a.validate(["dirent_ptrs", "dirent_order"]) == []
 
@@ -149,7 +159,7 @@ def open_descriptors_on(path) -> int:
 def test_close_releases_the_file_when_derived_objects_are_gone(tmp_path):
     # As the README says: close() releases nothing while derived objects live.
     path = tmp_path / "small.zim"
-    path.write_bytes((NONS / "small.zim").read_bytes())
+    path.write_bytes(SMALL.read_bytes())
     a = Archive(path)
     assert open_descriptors_on(path) >= 1
     entry = a.get_entry_by_path("main.html")
