@@ -27,7 +27,21 @@ from libzim.suggestion import SuggestionSearcher
 from search_fixtures import *  # noqa: F401,F403
 from search_fixtures import MARKERS_A, PAGES_A, SUITE, pages_with
 
-SCHEMES = ("nons", "withns")
+import local_archives
+from conftest import suite_data
+
+# The local archives (built from this repository) and the shared suite's two schemes.
+LOCAL = local_archives.local()
+SMALL = LOCAL.small.path
+SCHEMES = ("local", pytest.param("nons", marks=suite_data), pytest.param("withns", marks=suite_data))
+
+
+def small_of(which: str) -> Path:
+    return SMALL if which == "local" else SUITE / which / "small.zim"
+
+
+def embedded_of(which: str) -> Path:
+    return LOCAL.embedded if which == "local" else SUITE / which / "small.zim.embedded"
 
 
 def roundtrip(obj):
@@ -52,9 +66,9 @@ def fresh_cache():
 
 # ---- Archive ---------------------------------------------------------------
 
-@pytest.mark.parametrize("scheme", SCHEMES)
-def test_archive_roundtrip_reopens_same_file(scheme):
-    path = SUITE / scheme / "small.zim"
+@pytest.mark.parametrize("which", SCHEMES)
+def test_archive_roundtrip_reopens_same_file(which):
+    path = small_of(which)
     with Archive(path) as a:
         b = roundtrip(a)
         assert b is not a
@@ -64,17 +78,17 @@ def test_archive_roundtrip_reopens_same_file(scheme):
 
 
 def test_archive_relative_path_pickles_absolute(monkeypatch):
-    monkeypatch.chdir(SUITE / "nons")
+    monkeypatch.chdir(LOCAL.dir)
     a = Archive("small.zim")
     data = pickle.dumps(a)
     monkeypatch.chdir("/")
     b = pickle.loads(data)
-    assert b.filename.is_absolute() and b.filename.samefile(SUITE / "nons" / "small.zim")
+    assert b.filename.is_absolute() and b.filename.samefile(SMALL)
     assert b.uuid == a.uuid
 
 
 def test_repeated_unpickling_opens_once():
-    a = Archive(SUITE / "nons" / "small.zim")
+    a = Archive(SMALL)
     data = pickle.dumps(a)
     first = pickle.loads(data)
     assert all(pickle.loads(data) is first for _ in range(50))
@@ -82,7 +96,7 @@ def test_repeated_unpickling_opens_once():
 
 
 def test_close_of_cached_archive_then_reopen():
-    data = pickle.dumps(Archive(SUITE / "nons" / "small.zim"))
+    data = pickle.dumps(Archive(SMALL))
     first = pickle.loads(data)
     first.close()
     second = pickle.loads(data)
@@ -91,7 +105,7 @@ def test_close_of_cached_archive_then_reopen():
 
 
 def test_concurrent_unpickling_shares_one_archive():
-    data = pickle.dumps(Archive(SUITE / "withns" / "small.zim"))
+    data = pickle.dumps(Archive(LOCAL.multi.path))
     got: list = []
     barrier = threading.Barrier(8)
 
@@ -108,11 +122,11 @@ def test_concurrent_unpickling_shares_one_archive():
     assert _pickle.cached_count() == 1
 
 
-@pytest.mark.parametrize("scheme", SCHEMES)
-def test_embedded_archive_keeps_offset_and_size(scheme):
-    small = SUITE / scheme / "small.zim"
+@pytest.mark.parametrize("which", SCHEMES)
+def test_embedded_archive_keeps_offset_and_size(which):
+    small = small_of(which)
     size = small.stat().st_size
-    emb = Archive(SUITE / scheme / "small.zim.embedded", offset=8, size=size)
+    emb = Archive(embedded_of(which), offset=8, size=size)
     b = roundtrip(emb)
     assert b._range == (8, size)
     assert b.uuid == Archive(small).uuid
@@ -121,15 +135,14 @@ def test_embedded_archive_keeps_offset_and_size(scheme):
 
 
 def test_split_archive_roundtrip():
-    path = SUITE / "nons" / "wikibooks_be_all_nopic_2017-02_splitted.zim"
-    a = Archive(path)
+    a = Archive(LOCAL.split)
     b = roundtrip(a)
     assert b.is_multipart and b.uuid == a.uuid and b is roundtrip(a)
 
 
 def test_missing_file_on_receiving_side(tmp_path):
     copy = tmp_path / "gone.zim"
-    shutil.copy(SUITE / "nons" / "small.zim", copy)
+    shutil.copy(SMALL, copy)
     data = pickle.dumps(Archive(copy))
     copy.unlink()
     with pytest.raises(libzim.ArchiveError) as exc:
@@ -162,7 +175,7 @@ def test_replaced_file_reopened_and_old_pickles_refused(tmp_path, zim_a_path, zi
 
 
 def test_closed_archive_pickles_unchecked():
-    a = Archive(SUITE / "nons" / "small.zim")
+    a = Archive(SMALL)
     uuid = a.uuid
     a.close()
     b = roundtrip(a)
@@ -170,15 +183,15 @@ def test_closed_archive_pickles_unchecked():
 
 
 def test_archive_pickle_is_small():
-    path = SUITE / "nons" / "small.zim"
+    path = SMALL
     assert len(pickle.dumps(Archive(path))) < len(str(path)) + 120
 
 
 # ---- Entry, Item -------------------------------------------------------------
 
-@pytest.mark.parametrize("scheme", SCHEMES)
-def test_every_entry_and_item_roundtrips(scheme):
-    a = Archive(SUITE / scheme / "small.zim")
+@pytest.mark.parametrize("which", SCHEMES)
+def test_every_entry_and_item_roundtrips(which):
+    a = Archive(small_of(which))
     for i in range(a.all_entry_count):
         e = a._get_entry_by_id(i)
         e2 = roundtrip(e)
@@ -253,7 +266,7 @@ def test_suggestions_roundtrip(zim_a):
 
 
 def test_iterator_does_not_pickle():
-    a = Archive(SUITE / "nons" / "small.zim")
+    a = Archive(SMALL)
     with pytest.raises(TypeError):
         pickle.dumps(a.iter_by_path())
 
@@ -341,7 +354,7 @@ def test_process_pool_executor(zim_a, method):
 
 def test_missing_file_in_child_is_a_zim_error(tmp_path):
     copy = tmp_path / "vanishing.zim"
-    shutil.copy(SUITE / "nons" / "small.zim", copy)
+    shutil.copy(SMALL, copy)
     a = Archive(copy)
     data = pickle.dumps(a)
     copy.unlink()
