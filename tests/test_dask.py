@@ -26,9 +26,9 @@ from libzim.reader import check_untrusted
 from libzim.suggestion import SuggestionSearcher
 from libzim.version import get_versions
 
-from conftest import SUITE
+import local_archives
 from library_fixtures import LIB_WORD, RARE_WORD, build_library, pages_with_word
-from test_fuzz_regressions import XAPIAN_CRASH
+from test_fuzz_regressions import local_xapian_crash
 
 ARCHIVES, PAGES = 6, 12
 
@@ -140,12 +140,7 @@ def test_library_suggest_equals_local(client, lib_paths):
 def test_untrusted_library_reports_a_crashing_archive(client, lib_paths, tmp_path):
     """The Xapian crash reproducer in a library opened with untrusted=True:
     reported as corrupt, and no worker dies."""
-    source, patch = XAPIAN_CRASH
-    data = bytearray((SUITE / source).read_bytes())
-    for offset, byte in patch:
-        data[offset] = byte
-    crash = tmp_path / "crash.zim"
-    crash.write_bytes(bytes(data))
+    crash = local_xapian_crash(tmp_path / "crash.zim")
     try:
         check_untrusted(crash)
         crashes = False
@@ -165,9 +160,9 @@ def test_untrusted_library_reports_a_crashing_archive(client, lib_paths, tmp_pat
 
 def test_failures_reported_not_fatal(client, lib_paths, tmp_path):
     corrupt = tmp_path / "corrupt.zim"
-    shutil.copy(SUITE / "nons" / "invalid.smaller_than_header.zim", corrupt)
+    shutil.copy(local_archives.local().corrupt["smaller_than_header"], corrupt)
     missing = tmp_path / "missing.zim"
-    noindex = SUITE / "nons" / "small.zim"
+    noindex = local_archives.local().small.path  # no full-text index
     paths = [str(corrupt), *lib_paths[:3], str(missing), str(noindex), *lib_paths[3:]]
     got = libdask.Library(paths, client).search(RARE_WORD, 1000)
     assert as_rows(got) == local_hits(lib_paths, RARE_WORD, 1000)

@@ -225,18 +225,23 @@ def test_local_title_index_blob_out_of_range(tmp_path):
     assert proc.stdout.splitlines()[-1] == "done"
 
 
-def test_local_check_untrusted_reports_the_xapian_crash(tmp_path):
-    """The shared case's byte, at the same place in the local title index's
-    Xapian database (46 bytes into it: the same glass header layout)."""
-    from libzim.reader import check_untrusted
-    from libzim.version import get_versions
-
+def local_xapian_crash(path):
+    """Writes the local small archive with the shared XAPIAN_CRASH byte at the
+    same place in its title index's Xapian database (46 bytes into it: the same
+    glass header layout) to path."""
     data = bytearray(L.local().small.path.read_bytes())
     _, start, _ = _blob(data, "title/xapian")
     assert data[start:start + 14] == b"\x0f\rXapian Glass"
     data[start + 46] = 253
-    path = tmp_path / "mutated-small.zim"
     path.write_bytes(bytes(data))
+    return path
+
+
+def test_local_check_untrusted_reports_the_xapian_crash(tmp_path):
+    from libzim.reader import check_untrusted
+    from libzim.version import get_versions
+
+    path = local_xapian_crash(tmp_path / "mutated-small.zim")
     try:
         check_untrusted(path)
         crashed = False

@@ -28,7 +28,7 @@ from libzim import _libzim
 from libzim.reader import Archive
 from libzim.search import Query, Searcher
 from search_fixtures import *  # noqa: F401,F403
-from search_fixtures import GEO_A, PAGES_A, PAGES_B, WIKIBOOKS_ZIM
+from search_fixtures import GEO_A, LOCAL_MULTI_ZIM, PAGES_A, PAGES_B
 
 from conftest import run_threads
 
@@ -279,9 +279,9 @@ def open_fds_on(path: Path) -> int:
 
 
 @pytest.fixture
-def small_copy(tmp_path, suite_dir):
+def small_copy(tmp_path, local):
     p = tmp_path / "small-copy.zim"
-    shutil.copyfile(suite_dir / "nons" / "small.zim", p)
+    shutil.copyfile(local.small.path, p)
     return p
 
 
@@ -352,7 +352,7 @@ def test_close_racing_many_uses_always_frees(small_copy):
 
 
 def test_iterator_length_hint_falls_while_others_consume():
-    with Archive(WIKIBOOKS_ZIM) as a:
+    with Archive(LOCAL_MULTI_ZIM) as a:
         total = len(list(a.iter_by_path()))
         it = a.iter_by_path()
         assert it.__length_hint__() == total
