@@ -23,7 +23,11 @@ import sys
 
 import pytest
 
-from conftest import SUITE, child_python
+from conftest import SUITE, child_python, suite_data
+
+# Every test here reads the shared invalid.*.zim files; test_local_archives.py
+# has the same kinds of defect made from the local small archive.
+pytestmark = suite_data
 
 OPEN_FAILS = "fails on open"
 CHECK_FALSE = "opens, check() is false"
