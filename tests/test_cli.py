@@ -440,7 +440,16 @@ def test_check_bad_mimetype_fails():
 @pytest.mark.parametrize("path", INVALID, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_check_every_invalid_archive_fails(path):
     proc = zim("check", path)
-    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    want = 1
+    if path.parent == LOCAL.dir / "invalid":
+        # Unless the running libzim's checks all pass it (and its checksum was rewritten).
+        defect = path.name[len("invalid."):-len(".zim")]
+        _, outcome, _ = local_archives.CORRUPTIONS[defect]
+        if outcome != local_archives.OPEN_FAILS and defect != "bad_checksum" and not per_libzim(
+                libzim8=local_archives.expected_validate(defect, 8),
+                libzim9=local_archives.expected_validate(defect, 9)):
+            want = 0
+    assert proc.returncode == want, (proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr
     if proc.stderr:
         assert_one_line_error(proc, names=str(path))
