@@ -35,7 +35,7 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tools")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tools"), str(ROOT / "tests")]
 
 import libzim  # noqa: E402
 from libzim import _libzim  # noqa: E402
@@ -43,11 +43,14 @@ from libzim.reader import Archive  # noqa: E402
 from libzim.search import Query, Searcher  # noqa: E402
 from libzim.suggestion import SuggestionSearcher  # noqa: E402
 
-SUITE = ROOT.parent / "shared" / "zim-testing-suite"
-WIKIBOOKS = SUITE / "nons" / "wikibooks_be_all_nopic_2017-02.zim"
-SMALL = SUITE / "withns" / "small.zim"
-EMBEDDED = SUITE / "nons" / "small.zim.embedded"
-SMALL_NONS = SUITE / "nons" / "small.zim"
+import local_archives  # noqa: E402
+
+# The test suite's local archives (tests/local_archives.py), built once at
+# start in a tmp dir: nothing outside the repository is needed.
+_LOCAL = local_archives.local()
+WIKIBOOKS = _LOCAL.multi.path  # multi-cluster, redirects
+EMBEDDED = _LOCAL.embedded  # SMALL_NONS at offset 8
+SMALL_NONS = _LOCAL.small.path  # no full-text index
 
 
 def build_indexed(tmp: Path) -> Path:
