@@ -11,6 +11,9 @@
 #      DEB13_FRESH=1 delete the tree first (from-scratch run, as on CI)
 #      DEB13_WORKTREE=1 copy the work tree (uncommitted edits too) instead of HEAD
 #      LIBZIM_C_SKIP_INSTALLED=1 passed on to tools/test.sh (skips its sdist/wheel stage)
+#      LIBZIM_C_TEST_DATA (or ZIM_TESTING_SUITE) the zim-testing-suite data to copy in
+#                   (default ../shared/zim-testing-suite); inside, the tests find it at
+#                   ../shared/zim-testing-suite and require it (LIBZIM_C_REQUIRE_TEST_DATA=1)
 # Mounts (/proc, /dev with /dev/pts and /dev/shm) live in a private mount namespace, so they vanish
 # with the run whatever way it ends and never touch the host's mounts.
 set -euo pipefail
@@ -19,7 +22,7 @@ REPO=$PWD
 
 ROOT=${DEB13_ROOT:-/var/tmp/libzim-c-deb13}
 MIRROR=${DEB13_MIRROR:-http://deb.debian.org/debian}
-SUITE=${ZIM_TESTING_SUITE:-$REPO/../shared/zim-testing-suite}
+SUITE=${ZIM_TESTING_SUITE:-${LIBZIM_C_TEST_DATA:-$REPO/../shared/zim-testing-suite}}
 CA_BUNDLE=${CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
 # The packages tools/bootstrap.sh asks for on Debian 13, plus python3-venv: trixie's
 # python3 is externally managed (PEP 668), so pip only runs inside a venv.
@@ -78,5 +81,6 @@ unshare --mount --propagation private bash -c '
     mount -t proc proc "$root/proc"
     mount --rbind /dev "$root/dev"
     exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-        LIBZIM_C_SKIP_INSTALLED="${LIBZIM_C_SKIP_INSTALLED:-}" bash -c "$0" bash "$@"
+        LIBZIM_C_SKIP_INSTALLED="${LIBZIM_C_SKIP_INSTALLED:-}" LIBZIM_C_REQUIRE_TEST_DATA=1 \
+        bash -c "$0" bash "$@"
 ' "$inner" "$ROOT" "$@"

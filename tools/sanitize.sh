@@ -18,7 +18,8 @@
 # proves that reports do reach the log directory.
 #
 # The build goes to a copy of the checkout (next to a symlink to ../shared, where
-# the tests find their data), so the normal in-place build is left alone.
+# the tests find the shared archives; LIBZIM_C_TEST_DATA, if set, wins), so the
+# normal in-place build is left alone.
 # Needs gcc's libasan/libubsan (Debian: libasan8, libubsan1; installed if missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,7 +40,7 @@ done
 
 # The tests that drive the native code hardest, within a few minutes under
 # ASan on the 2-core CI machine; the full mode runs everything.
-CI_TESTS=(tests/test_reader.py tests/test_faults.py tests/test_fuzz_regressions.py
+CI_TESTS=(tests/test_reader.py tests/test_local_archives.py tests/test_faults.py tests/test_fuzz_regressions.py
           tests/test_corrupt.py tests/test_suggestion.py tests/test_races.py tests/test_stress.py
           tests/test_writer.py tests/test_writer_failures.py tests/test_clusters.py)
 
