@@ -179,10 +179,6 @@ def embed(src: Path, out: Path, offset: int = EMBED_OFFSET) -> Path:
     return out
 
 
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 # -- the ZIM format, read here by hand ---------------------------------------
 
 HEADER_SIZE = 80

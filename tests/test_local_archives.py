@@ -8,16 +8,18 @@ the binding.
 
 from __future__ import annotations
 
+import json
 import pickle
 import struct
 import subprocess
+import sys
 
 import pytest
 
 import libzim
 import libzim.reader
 import local_archives as L
-from conftest import per_libzim, read_every_entry, run_threads
+from conftest import child_python, per_libzim, read_every_entry, run_threads
 from libzim.reader import Archive
 from libzim.suggestion import SuggestionSearcher
 from test_corrupt import walk
@@ -169,23 +171,19 @@ def test_suggestions_find_written_titles(local):
 
 
 def test_cli_info_and_get_on_local_small(local):
-    from conftest import child_python
-
     path = local.small.path
-    info = subprocess.run(["python3", "-m", "libzim", "info", "--json", str(path)],
+    info = subprocess.run([sys.executable, "-m", "libzim", "info", "--json", str(path)],
                           capture_output=True, **child_python())
-    import json
-
     assert info.returncode == 0, info.stderr
     got = json.loads(info.stdout)
     assert got["counts"]["all"] == L.header(path.read_bytes())["entryCount"]
     assert got["main_entry"]["target_title"] == "Test ZIM file"
     assert got["has_fulltext_index"] is False and got["has_title_index"] is True
-    out = subprocess.run(["python3", "-m", "libzim", "get", str(path), "favicon.png"],
+    out = subprocess.run([sys.executable, "-m", "libzim", "get", str(path), "favicon.png"],
                          capture_output=True, **child_python())
     assert out.returncode == 0, out.stderr
     assert out.stdout == local.small.items["favicon.png"][2]
-    chk = subprocess.run(["python3", "-m", "libzim", "check", str(local.corrupt["bad_checksum"])],
+    chk = subprocess.run([sys.executable, "-m", "libzim", "check", str(local.corrupt["bad_checksum"])],
                          capture_output=True, **child_python())
     assert chk.returncode != 0
 
