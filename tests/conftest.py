@@ -154,7 +154,7 @@ def pytest_terminal_summary(terminalreporter) -> None:
     if _suite_skipped:
         terminalreporter.write_line(
             f"{len(_suite_skipped)} tests need the zim-testing-suite archives: not found at {SUITE}, "
-            "skipped; see README, \"Tests\" (LIBZIM_C_TEST_DATA, LIBZIM_C_REQUIRE_TEST_DATA)"
+            "skipped; see README, \"Test data\" (LIBZIM_C_TEST_DATA, LIBZIM_C_REQUIRE_TEST_DATA)"
         )
 
 
