@@ -192,8 +192,9 @@ def test_cli_info_and_get_on_local_small(local):
 
 
 def test_corruptions_change_only_their_target(local):
-    """Each corrupt file is the small one with its edit, nothing else moved
-    (beside the rewritten checksum): a guard on the corrupter itself."""
+    """A guard on the corrupter itself: each corrupt file is the small one
+    edited (same length, but the truncated one), its checksum rewritten but
+    where the checksum itself or its position is the defect."""
     small = local.small.path.read_bytes()
     csum = L.header(small)["checksumPos"]
     for name, path in local.corrupt.items():
