@@ -195,10 +195,11 @@ bool find_dirent(const OpenFile &f, const Header &h, const std::string &long_pat
 // its own (ZIM_CLUSTERCACHE).
 std::shared_ptr<ClusterCache> make_cluster_cache(const OpenFile &f);
 // The content of item when it is stored in a zstd or xz cluster, read
-// through f's cache; false for anything else (the caller reads it as before).
+// through f's cache, or in an uncompressed one, read with pread (both offset
+// tables checked); false for anything else (the caller reads it as before).
 bool compressed_item_data(const OpenFile &f, const zim::Item &item, zim::Blob *out);
 // Its size, from the cluster's offset table (libzim would read the cluster
-// into a cache of its own for that).
+// into a cache of its own for that, and 8.1.1 trusts an uncompressed one's).
 bool compressed_item_size(const OpenFile &f, const zim::Item &item, uint64_t *size);
 
 }  // namespace zs_impl
