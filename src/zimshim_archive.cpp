@@ -40,7 +40,17 @@ zs_item *make_item(zim::Item &&it, const std::shared_ptr<OpenFile> &file, zs_ite
     std::unique_ptr<zs_item> h(new zs_item{std::move(it), {}, {}, {}, file});
     h->title = h->it.getTitle();
     h->path = h->it.getPath();
-    h->mimetype = h->it.getMimetype();
+    info->mimetype_error = nullptr;
+    try {
+        h->mimetype = h->it.getMimetype();
+    } catch (const std::bad_alloc &) {
+        throw;
+    } catch (const std::exception &e) {
+        // A bad mimetype number costs the mimetype, not the content.
+        set_error(&h->mimetype_error, ZS_ERR_FORMAT,
+                  "entry '" + h->path + "': bad mimetype: " + one_line(e.what()));
+        info->mimetype_error = &h->mimetype_error;
+    }
     info->title = {h->title.data(), h->title.size()};
     info->path = {h->path.data(), h->path.size()};
     info->mimetype = {h->mimetype.data(), h->mimetype.size()};

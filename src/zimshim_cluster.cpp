@@ -125,6 +125,9 @@ class Stream {
     void decode(const OpenFile &f, char *out, size_t len, uint32_t cluster) {
         size_t done = 0;
         while (done < len) {
+            // The frame ended: what follows it is not the cluster's.
+            if (ended_)
+                corrupt(cluster, "the compressed data ends before the cluster does");
             if (in_off_ == in_len_)
                 refill(f);
             const size_t got = codec_ == Codec::zstd ? step_zstd(out + done, len - done, cluster)
@@ -191,8 +194,7 @@ class Stream {
         if (ZSTD_isError(r))
             corrupt(cluster, std::string("zstd: ") + ZSTD_getErrorName(r));
         in_off_ = i.pos;
-        if (r == 0 && o.pos == 0)
-            corrupt(cluster, "the compressed data ends before the cluster does");
+        ended_ = r == 0;
         return o.pos;
     }
 
@@ -204,8 +206,7 @@ class Stream {
         const lzma_ret r = lzma_code(&xz_, LZMA_RUN);
         in_off_ = in_len_ - xz_.avail_in;
         const size_t got = len - xz_.avail_out;
-        if (r == LZMA_STREAM_END && got == 0)
-            corrupt(cluster, "the compressed data ends before the cluster does");
+        ended_ = r == LZMA_STREAM_END;
         if (r != LZMA_OK && r != LZMA_STREAM_END)
             corrupt(cluster, "xz error " + std::to_string((int)r));
         return got;
@@ -215,6 +216,7 @@ class Stream {
     uint64_t pos_, end_;  // next compressed byte to read; the archive's end
     std::unique_ptr<char[]> in_;
     size_t in_off_ = 0, in_len_ = 0;
+    bool ended_ = false;  // the decoder reported the end of its frame
     ZSTD_DCtx *zs_ = nullptr;
     lzma_stream xz_ = LZMA_STREAM_INIT;
 };

@@ -106,6 +106,7 @@ struct zs_item {
     zim::Item it;
     std::string title, path, mimetype;
     std::shared_ptr<zs_impl::OpenFile> file;
+    zs_error mimetype_error{};  // kind ZS_OK unless the mimetype is unreadable
 };
 struct zs_blob {
     zim::Blob b;
