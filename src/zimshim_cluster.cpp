@@ -420,7 +420,9 @@ void stored_blob(const OpenFile &f, const Header &h, uint32_t cluster, uint32_t 
     const uint64_t count = first / width - 1;
     if (blob >= count)
         no_blob(cluster, blob, (size_t)count);
-    // The whole table, in steps, checked for order as libzim 9 checks it.
+    // The whole table, in steps, checked for order as libzim 9 checks it;
+    // like libzim 9, only this blob must lie in the archive (a damaged end
+    // of the cluster costs the blobs there, not the ones before).
     uint64_t previous = first, begin = 0, end = 0;
     unsigned char step[4096];
     for (uint64_t i = 1; i <= count;) {
@@ -428,7 +430,7 @@ void stored_blob(const OpenFile &f, const Header &h, uint32_t cluster, uint32_t 
         f.read(table + i * width, step, (size_t)(n * width));
         for (uint64_t j = 0; j < n; j++, i++) {
             const uint64_t v = load_le(step + j * width, width);
-            check_offset(v, previous, room, cluster);
+            check_offset(v, previous, UINT64_MAX, cluster);
             if (i == blob)
                 begin = v;
             if (i == blob + 1)
@@ -438,6 +440,8 @@ void stored_blob(const OpenFile &f, const Header &h, uint32_t cluster, uint32_t 
     }
     if (blob == 0)
         begin = first;
+    if (end > room)
+        corrupt(cluster, "blob " + std::to_string(blob) + " ends past the archive's end");
     *size = end - begin;
     if (!data)
         return;
