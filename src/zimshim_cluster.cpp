@@ -351,7 +351,8 @@ void decode_next(Cluster &c, const OpenFile &f, uint32_t cluster) {
         c.blobs[i] = decode_large(*c.stream, f, size, cluster);
         c.held.fetch_add((size_t)size, std::memory_order_relaxed);
     } else {
-        if (size > c.seg_size - c.seg_used) {
+        // (An empty blob still needs a segment: a view is never null.)
+        if (size > c.seg_size - c.seg_used || !c.segment) {
             // At most what the table says is left: a small cluster gets a small segment.
             const size_t n = (size_t)std::min<uint64_t>(kSegment, c.offsets.back() - c.offsets[i]);
             c.segment.reset(new char[n ? n : 1], std::default_delete<char[]>());
