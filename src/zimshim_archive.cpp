@@ -111,12 +111,15 @@ void check_index_database(const zim::Item &item) {
 
 // with_database: also open the index database (searchers are about to);
 // has_*_index only reads the entry.
-void zs_impl::check_index_entries(const zim::Archive &a, bool with_database) {
+void zs_impl::check_index_entries(const zim::Archive &a, bool with_database, const OpenFile *file) {
     auto check = [&](const zim::Entry &e) {
         if (e.isRedirect())
             return;
         try {
             zim::Item item = e.getItem();
+            uint64_t size;
+            if (file)
+                (void)compressed_item_size(*file, item, &size);
             (void)item.getSize();
             if (with_database)
                 check_index_database(item);
@@ -214,11 +217,11 @@ extern "C" int zs_archive_stat(zs_archive *a, zs_stat which, int64_t *out, zs_er
         case ZS_STAT_ARTICLE_COUNT: *out = a->a.getArticleCount(); break;
         case ZS_STAT_MEDIA_COUNT: *out = a->a.getMediaCount(); break;
         case ZS_STAT_HAS_FULLTEXT_INDEX:
-            check_index_entries(a->a, false);
+            check_index_entries(a->a, false, a->file.get());
             *out = a->a.hasFulltextIndex();
             break;
         case ZS_STAT_HAS_TITLE_INDEX:
-            check_index_entries(a->a, false);
+            check_index_entries(a->a, false, a->file.get());
             *out = a->a.hasTitleIndex();
             break;
         default: throw std::invalid_argument("unknown archive statistic");

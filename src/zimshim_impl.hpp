@@ -153,7 +153,9 @@ char *join_nul(const std::vector<std::string> &v, size_t *len);
 
 // Checks the search-index entries that libzim 8.1.1 reads without bounds
 // checks (zimshim_archive.cpp); with_database also opens the index.
-void check_index_entries(const zim::Archive &a, bool with_database);
+// file (when known) reads an uncompressed index's offset table with the
+// shim's checks first (libzim 8.1.1 reserves a vector from it unchecked).
+void check_index_entries(const zim::Archive &a, bool with_database, const OpenFile *file = nullptr);
 
 // ---- the archive's file (zimshim_file.cpp) ----
 

@@ -310,3 +310,56 @@ print(json.dumps(out))
     assert bad, "the oracle found no bad mimetype"
     assert [r[:1] + r[2:] for r in mine] == [r[:1] + r[2:] for r in theirs]
     assert [r[0] for r in mine if r[1] == "raised ArchiveError"] == [r[0] for r in bad]
+
+
+def test_a_damaged_index_table_is_an_archive_error(tmp_path):
+    # The full-text index lives in an uncompressed cluster that libzim 8.1.1
+    # sizes (reserving a vector from its table) before any search.
+    path = tmp_path / "indexed.zim"
+    with writer.Creator(path).config_indexing(True, "eng") as c:
+        c.set_mainpath("p0")
+        for i in range(3):
+            c.add_item(Item(f"p{i}", page(i, 50)))
+    data = path.read_bytes()
+    index = zimedit.dirents(data)["fulltext/xapian"][0]
+    z = Zim(data)
+    assert z.info(index) & 0x0F in (0, 1)
+    # The title listings share that cluster: they are moved to a compressed
+    # one (which libzim 8.1.1 skips), so the archive still opens.
+    compressed = next(i for i in range(z.clusters) if z.info(i) & 0x0F == ZSTD)
+    for listing in ("listing/titleOrdered/v0", "listing/titleOrdered/v1"):
+        if zimedit.dirents(bytes(z.data)).get(listing, (None,))[0] == index:
+            zimedit.set_dirent(z.data, listing, compressed, 0)
+    start = z.ptr(index) + 1
+    z.data[start:start + 4] = (4 << 28).to_bytes(4, "little")  # a 1 GiB table
+    case = tmp_path / "index.zim"
+    case.write_bytes(z.finish())
+    code = r"""
+import resource, sys
+limit = int(sys.argv[2])
+if limit:
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+import libzim
+from libzim.reader import Archive
+from libzim.search import Query, Searcher
+try:
+    a = Archive(sys.argv[1])  # the title listings may share the cluster
+except libzim.ZimError as e:
+    print("ZimError", e)
+    sys.exit(0)
+for call in (lambda: a.has_fulltext_index, lambda: Searcher(a).search(Query().set_query("w1")).getEstimatedMatches()):
+    try:
+        call()
+        print("no error")
+    except libzim.ZimError as e:
+        print("ZimError", e)
+    except BaseException as e:
+        print(type(e).__name__, e)
+"""
+    proc = subprocess.run([sys.executable, "-c", code, str(case), str(LIMIT)], capture_output=True, text=True,
+                          timeout=120, **child_python())
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 2, lines
+    for line in lines:
+        assert line.startswith("ZimError") and f"cluster {index}: bad offset table size" in line, line

@@ -195,3 +195,16 @@ def dirents(data: bytes) -> dict[str, tuple[int, int]]:
         end = data.index(b"\0", pos + 16)
         out[data[pos + 16:end].decode()] = (cluster, blob)
     return out
+
+
+def set_dirent(data: bytearray, path: str, cluster: int, blob: int) -> None:
+    """Points the content entry path (without namespace) at cluster and blob, in place."""
+    entries, = struct.unpack_from("<I", data, 24)
+    path_ptrs, = struct.unpack_from("<Q", data, 32)
+    for i in range(entries):
+        pos, = struct.unpack_from("<Q", data, path_ptrs + 8 * i)
+        end = data.index(b"\0", pos + 16)
+        if struct.unpack_from("<H", data, pos)[0] < 0xFFFD and data[pos + 16:end].decode() == path:
+            struct.pack_into("<II", data, pos + 8, cluster, blob)
+            return
+    raise KeyError(path)
