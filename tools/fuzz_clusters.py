@@ -437,6 +437,8 @@ def main() -> int:
                   "stuck": len(oracle.get("stuck", [])) if oracle else 0,
                   "notes": [x for x in notes if x not in ("lenient", "stricter")][:5],
                   "lenient": notes.count("lenient"), "stricter": notes.count("stricter")}
+        if ours["end"]:
+            result["growth"] = [ours["end"]["rss_kb"], ours["end"]["vm_kb"], ours["end"]["total"]]
         if cls in FAILING or cls == "libzstd":
             result["kept"] = str(case)
         else:
@@ -461,6 +463,13 @@ def main() -> int:
           + f"; oracle: {dict(oracle_status)}; entries where only one side raised: "
           f"{sum(r['lenient'] for r in results)} lenient (our bytes are the archive's), "
           f"{sum(r['stricter'] for r in results)} stricter (the oracle's bytes are not)")
+    grown = [r for r in results if "growth" in r]
+    if grown:
+        rss = max(grown, key=lambda r: r["growth"][0])
+        vm = max(grown, key=lambda r: r["growth"][1])
+        print(f"peak growth while reading: resident {rss['growth'][0] / 1024:.1f} MiB (case {rss['case']}, "
+              f"{rss['growth'][2] / 2**20:.1f} MiB of content returned), address space "
+              f"{vm['growth'][1] / 1024:.1f} MiB (case {vm['case']}, {vm['growth'][2] / 2**20:.1f} MiB returned)")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 1 if any(classes.get(c) for c in FAILING) else 0
