@@ -108,7 +108,13 @@ static void item_dealloc(PyObject *self) {
 
 static PyObject *item_title(PyObject *self, void *c) { (void)c; return zc_str(((ItemObject *)self)->info.title); }
 static PyObject *item_path(PyObject *self, void *c) { (void)c; return zc_str(((ItemObject *)self)->info.path); }
-static PyObject *item_mimetype(PyObject *self, void *c) { (void)c; return zc_str(((ItemObject *)self)->info.mimetype); }
+static PyObject *item_mimetype(PyObject *self, void *c) {
+    (void)c;
+    ItemObject *it = (ItemObject *)self;
+    if (it->info.mimetype_error)
+        return zc_raise(zc_state_of(self), it->info.mimetype_error, it->archive->name);
+    return zc_str(it->info.mimetype);
+}
 static PyObject *item_index(PyObject *self, void *c) { (void)c; return PyLong_FromUnsignedLong(((ItemObject *)self)->info.index); }
 
 static PyObject *item_size(PyObject *self, void *c) {

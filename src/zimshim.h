@@ -87,6 +87,9 @@ typedef struct {
 typedef struct {
     zs_str title, path, mimetype;
     uint32_t index;
+    /* Set when the dirent's mimetype number is not in the archive's list:
+     * only .mimetype raises it (python-libzim still serves the content). */
+    const zs_error *mimetype_error;
 } zs_item_info;
 
 /* ---- archive ------------------------------------------------------------ */

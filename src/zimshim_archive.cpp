@@ -40,7 +40,17 @@ zs_item *make_item(zim::Item &&it, const std::shared_ptr<OpenFile> &file, zs_ite
     std::unique_ptr<zs_item> h(new zs_item{std::move(it), {}, {}, {}, file});
     h->title = h->it.getTitle();
     h->path = h->it.getPath();
-    h->mimetype = h->it.getMimetype();
+    info->mimetype_error = nullptr;
+    try {
+        h->mimetype = h->it.getMimetype();
+    } catch (const std::bad_alloc &) {
+        throw;
+    } catch (const std::exception &e) {
+        // A bad mimetype number costs the mimetype, not the content.
+        set_error(&h->mimetype_error, ZS_ERR_FORMAT,
+                  "entry '" + h->path + "': bad mimetype: " + one_line(e.what()));
+        info->mimetype_error = &h->mimetype_error;
+    }
     info->title = {h->title.data(), h->title.size()};
     info->path = {h->path.data(), h->path.size()};
     info->mimetype = {h->mimetype.data(), h->mimetype.size()};
@@ -101,12 +111,15 @@ void check_index_database(const zim::Item &item) {
 
 // with_database: also open the index database (searchers are about to);
 // has_*_index only reads the entry.
-void zs_impl::check_index_entries(const zim::Archive &a, bool with_database) {
+void zs_impl::check_index_entries(const zim::Archive &a, bool with_database, const OpenFile *file) {
     auto check = [&](const zim::Entry &e) {
         if (e.isRedirect())
             return;
         try {
             zim::Item item = e.getItem();
+            uint64_t size;
+            if (file)
+                (void)compressed_item_size(*file, item, &size);
             (void)item.getSize();
             if (with_database)
                 check_index_database(item);
@@ -204,11 +217,11 @@ extern "C" int zs_archive_stat(zs_archive *a, zs_stat which, int64_t *out, zs_er
         case ZS_STAT_ARTICLE_COUNT: *out = a->a.getArticleCount(); break;
         case ZS_STAT_MEDIA_COUNT: *out = a->a.getMediaCount(); break;
         case ZS_STAT_HAS_FULLTEXT_INDEX:
-            check_index_entries(a->a, false);
+            check_index_entries(a->a, false, a->file.get());
             *out = a->a.hasFulltextIndex();
             break;
         case ZS_STAT_HAS_TITLE_INDEX:
-            check_index_entries(a->a, false);
+            check_index_entries(a->a, false, a->file.get());
             *out = a->a.hasTitleIndex();
             break;
         default: throw std::invalid_argument("unknown archive statistic");

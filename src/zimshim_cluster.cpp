@@ -39,9 +39,13 @@ namespace zs_impl {
 namespace {
 
 const size_t kChunk = 64 * 1024;
-// A cluster's decoded size is allocated at once, so a blob handed out is a
-// view that never moves (it keeps the cluster's memory alive). Compressed
-// clusters hold text; a size past this is a corrupt offset table.
+// Decoded blobs are packed into segments of this size; a larger blob gets a
+// buffer of its own, grown as its bytes are decoded. So memory follows the
+// bytes the stream really holds, not what a (possibly corrupt) offset table
+// declares, and a blob handed out is a view that never moves (it keeps its
+// segment alive).
+const size_t kSegment = size_t(1) << 20;
+// Compressed clusters hold text; an offset past this is a corrupt table.
 const uint64_t kMaxCluster = uint64_t(4) << 30;
 
 enum class Codec { none, xz, zstd, other };
@@ -64,24 +68,58 @@ Codec codec_of(unsigned char info) {
     throw zim::ZimFileFormatError("cluster " + std::to_string(cluster) + ": " + what);
 }
 
+[[noreturn]] void no_blob(uint32_t cluster, uint32_t blob, size_t blobs) {
+    // libzim 9 says "blob index out of range"; 8.1.1 gave an empty blob.
+    corrupt(cluster, "blob " + std::to_string(blob) + ": blob index out of range (the cluster has " +
+                         std::to_string(blobs) + ")");
+}
+
+// Decoder contexts are costly to make (zstd's window and tables, liblzma's
+// dictionary: allocations and, for the large ones, mmap/munmap and page
+// faults), so a finished stream's context goes back to the thread that ends
+// it, for that thread's next cluster, instead of being freed.
+struct DecoderPool {
+    static const size_t kKeep = 2;  // of each kind, per thread
+    std::vector<ZSTD_DCtx *> zstd;
+    std::vector<lzma_stream> xz;
+    std::vector<std::unique_ptr<char[]>> inputs;
+    ~DecoderPool();
+};
+// False once this thread's pool is destroyed (thread exit): a stream ended
+// after that frees its context itself.
+thread_local bool t_pool_alive = true;
+thread_local DecoderPool t_pool;
+
+DecoderPool::~DecoderPool() {
+    t_pool_alive = false;
+    for (ZSTD_DCtx *d : zstd)
+        ZSTD_freeDCtx(d);
+    for (lzma_stream &s : xz)
+        lzma_end(&s);
+}
+
+DecoderPool *pool() { return t_pool_alive ? &t_pool : nullptr; }
+
+template <class T> bool take(std::vector<T> &from, T *out) {
+    if (from.empty())
+        return false;
+    *out = std::move(from.back());
+    from.pop_back();
+    return true;
+}
+
 // One compressed stream, read from the file as it is decoded.
 class Stream {
   public:
     Stream(Codec codec, uint64_t pos, uint64_t end) : codec_(codec), pos_(pos), end_(end) {
-        if (codec == Codec::zstd) {
-            zs_ = ZSTD_createDStream();
-            if (!zs_ || ZSTD_isError(ZSTD_initDStream(zs_)))
-                throw std::bad_alloc();
-        } else if (lzma_stream_decoder(&xz_, 1000000000, 0) != LZMA_OK) {
-            // libzim's memory limit for an xz cluster.
-            throw std::bad_alloc();
+        try {
+            acquire();
+        } catch (...) {
+            release();
+            throw;
         }
     }
-    ~Stream() {
-        if (zs_)
-            ZSTD_freeDStream(zs_);
-        lzma_end(&xz_);
-    }
+    ~Stream() { release(); }
     Stream(const Stream &) = delete;
     Stream &operator=(const Stream &) = delete;
 
@@ -90,6 +128,9 @@ class Stream {
     void decode(const OpenFile &f, char *out, size_t len, uint32_t cluster) {
         size_t done = 0;
         while (done < len) {
+            // The frame ended: what follows it is not the cluster's.
+            if (ended_)
+                corrupt(cluster, "the compressed data ends before the cluster does");
             if (in_off_ == in_len_)
                 refill(f);
             const size_t got = codec_ == Codec::zstd ? step_zstd(out + done, len - done, cluster)
@@ -103,10 +144,45 @@ class Stream {
     }
 
   private:
+    void acquire() {
+        DecoderPool *p = pool();
+        if (!p || !take(p->inputs, &in_))
+            in_.reset(new char[kChunk]);
+        if (codec_ == Codec::zstd) {
+            if ((!p || !take(p->zstd, &zs_)) && !(zs_ = ZSTD_createDCtx()))
+                throw std::bad_alloc();
+            // A reused context starts a new frame; its parameters are the defaults.
+            if (ZSTD_isError(ZSTD_DCtx_reset(zs_, ZSTD_reset_session_only)))
+                throw std::bad_alloc();
+        } else {
+            if (p)
+                take(p->xz, &xz_);
+            // libzim's memory limit for an xz cluster. On a reused stream
+            // liblzma keeps the decoder's memory when the settings match.
+            if (lzma_stream_decoder(&xz_, 1000000000, 0) != LZMA_OK)
+                throw std::bad_alloc();
+        }
+    }
+
+    void release() {
+        DecoderPool *p = pool();
+        if (zs_ && p && p->zstd.size() < DecoderPool::kKeep)
+            p->zstd.push_back(zs_);
+        else if (zs_)
+            ZSTD_freeDCtx(zs_);
+        zs_ = nullptr;
+        if (xz_.internal && p && p->xz.size() < DecoderPool::kKeep)
+            p->xz.push_back(xz_);
+        else
+            lzma_end(&xz_);
+        xz_ = LZMA_STREAM_INIT;
+        if (in_ && p && p->inputs.size() < DecoderPool::kKeep)
+            p->inputs.push_back(std::move(in_));
+        in_.reset();
+    }
+
     void refill(const OpenFile &f) {
         const size_t n = (size_t)std::min<uint64_t>(kChunk, end_ - std::min(end_, pos_));
-        if (!in_)
-            in_.reset(new char[kChunk]);
         if (n)
             f.read(pos_, in_.get(), n);
         pos_ += n;
@@ -121,8 +197,7 @@ class Stream {
         if (ZSTD_isError(r))
             corrupt(cluster, std::string("zstd: ") + ZSTD_getErrorName(r));
         in_off_ = i.pos;
-        if (r == 0 && o.pos == 0)
-            corrupt(cluster, "the compressed data ends before the cluster does");
+        ended_ = r == 0;
         return o.pos;
     }
 
@@ -134,8 +209,7 @@ class Stream {
         const lzma_ret r = lzma_code(&xz_, LZMA_RUN);
         in_off_ = in_len_ - xz_.avail_in;
         const size_t got = len - xz_.avail_out;
-        if (r == LZMA_STREAM_END && got == 0)
-            corrupt(cluster, "the compressed data ends before the cluster does");
+        ended_ = r == LZMA_STREAM_END;
         if (r != LZMA_OK && r != LZMA_STREAM_END)
             corrupt(cluster, "xz error " + std::to_string((int)r));
         return got;
@@ -145,7 +219,8 @@ class Stream {
     uint64_t pos_, end_;  // next compressed byte to read; the archive's end
     std::unique_ptr<char[]> in_;
     size_t in_off_ = 0, in_len_ = 0;
-    ZSTD_DStream *zs_ = nullptr;
+    bool ended_ = false;  // the decoder reported the end of its frame
+    ZSTD_DCtx *zs_ = nullptr;
     lzma_stream xz_ = LZMA_STREAM_INIT;
 };
 
@@ -155,71 +230,63 @@ uint64_t read_le(const OpenFile &f, uint64_t pos, int width) {
     return load_le(b, width);
 }
 
+// Checks a table entry against the one before it (the first entry, the
+// table's size, is checked by first_offset()).
+void check_offset(uint64_t v, uint64_t previous, uint64_t max, uint32_t cluster) {
+    if (v < previous)
+        corrupt(cluster, "blob offsets out of order");
+    if (v > max)
+        corrupt(cluster, "blob offset " + std::to_string(v) + " past the cluster's end");
+}
+
+uint64_t first_offset(const unsigned char *b, int width, uint64_t max, uint32_t cluster) {
+    const uint64_t first = load_le(b, width);
+    if (first < (uint64_t)width || first % width)
+        corrupt(cluster, "offset of the first blob is not properly aligned (" + std::to_string(first) + ")");
+    if (first > max)
+        corrupt(cluster, "bad offset table size " + std::to_string(first));
+    return first;
+}
+
 }  // namespace
 
-// A compressed cluster, decoded as far as reads have needed.
-// Reads of blobs already decoded take no lock: offsets and data are set once,
-// before `started` is published, and bytes below `ready` never change. mu
-// serialises decoding (and guards error and stream). (Publishing each decoded
+// A compressed cluster, decoded as far as reads have needed, blob by blob.
+// Reads of blobs already decoded take no lock: offsets are set once, before
+// `started` is published, and blobs below `ready` never change. mu
+// serialises decoding (and guards everything else). (Publishing each decoded
 // step to waiting threads was tried: more wake-ups, slower.)
 struct Cluster {
     std::mutex mu;
     std::atomic<bool> started{false};
-    std::string error;                  // set once: later decoding throws it
     std::vector<uint64_t> offsets;      // blob i is [offsets[i], offsets[i+1])
-    std::shared_ptr<char> data;         // offsets.back() bytes, decoded up to `ready`
-    std::atomic<uint64_t> ready{0};
-    std::unique_ptr<Stream> stream;     // null once fully decoded
+    // Blob i's first byte, for i < ready, keeping its segment alive.
+    std::unique_ptr<std::shared_ptr<const char>[]> blobs;
+    std::atomic<uint32_t> ready{0};     // the first `ready` blobs are decoded
+    std::atomic<size_t> held{0};        // bytes allocated for the cluster
+    // Set once: the stream failed there, and blobs from `ready` on throw it
+    // (those before stay readable).
+    std::string error;
+    std::unique_ptr<Stream> stream;     // null once fully decoded or failed
+    std::shared_ptr<char> segment;      // where the next small blobs go
+    size_t seg_used = 0, seg_size = 0;
+
+    size_t blob_count() const { return offsets.size() - 1; }
+    // What the cluster costs in memory now (decoded segments, the offset
+    // table), without a lock.
+    size_t bytes_held() const { return held.load(std::memory_order_relaxed); }
 };
 
 namespace {
 
-// Reads the offset table: its first entry is the table's own size.
-void start(Cluster &c, const OpenFile &f, uint32_t cluster, uint64_t pos, unsigned char info) {
-    c.stream.reset(new Stream(codec_of(info), pos + 1, f.size));
-    const int width = (info & 0x10) ? 8 : 4;
-    unsigned char b[8];
-    c.stream->decode(f, reinterpret_cast<char *>(b), (size_t)width, cluster);
-    const uint64_t first = load_le(b, width);
-    if (first < (uint64_t)width || first % width || first > kMaxCluster)
-        corrupt(cluster, "bad offset table size " + std::to_string(first));
-    // Read in steps: a corrupt table size then fails when the stream ends,
-    // before anything that large is allocated.
-    c.offsets.assign(1, first);
-    char step[4096];
-    for (uint64_t left = first - width; left > 0;) {
-        const size_t n = (size_t)std::min<uint64_t>(left, sizeof step);
-        c.stream->decode(f, step, n, cluster);
-        for (size_t i = 0; i < n; i += width) {
-            const uint64_t v = load_le(reinterpret_cast<unsigned char *>(step + i), width);
-            if (v < c.offsets.back() || v > kMaxCluster)
-                corrupt(cluster, "blob offsets out of order");
-            c.offsets.push_back(v);
-        }
-        left -= n;
-    }
-    // Address space only: pages are touched as they are decoded.
-    c.data.reset(new char[(size_t)(c.offsets.back() - first) + 1], std::default_delete<char[]>());
-    c.ready.store(first, std::memory_order_relaxed);
-    c.started.store(true, std::memory_order_release);
-}
-
-// Runs f(c) under the cluster's lock, its offset table read; an error is
-// kept, and every later read that needs more of the cluster throws it again
-// (blobs decoded before it stay readable).
-template <class F>
-auto with_cluster(Cluster &c, const OpenFile &f, const Header &h, uint32_t cluster,
-                  unsigned char info, F &&fn) -> decltype(fn()) {
-    std::lock_guard<std::mutex> lk(c.mu);
+// Under c.mu: runs step, which reads c's stream. A failure (corrupt data, a
+// read error, memory) stops the stream at an unknown point, where decoding
+// on would misplace bytes: it is kept, and every later step throws it.
+template <class F> void on_stream(Cluster &c, uint32_t cluster, F &&step) {
     if (!c.error.empty())
         throw zim::ZimFileFormatError(c.error);
     try {
-        if (!c.started.load(std::memory_order_relaxed))
-            start(c, f, cluster, read_le(f, h.cluster_ptr_pos + 8 * (uint64_t)cluster, 8), info);
-        return fn();
+        step();
     } catch (const std::exception &ex) {
-        // Whatever failed (corrupt data, a read error, memory), the stream
-        // stopped at an unknown point: decoding on from it would misplace bytes.
         c.error = dynamic_cast<const zim::ZimFileFormatError *>(&ex)
                       ? ex.what()
                       : "cluster " + std::to_string(cluster) + ": an earlier read failed: " + ex.what();
@@ -228,41 +295,163 @@ auto with_cluster(Cluster &c, const OpenFile &f, const Header &h, uint32_t clust
     }
 }
 
-// libzim gives an empty blob, of size 0, for a blob number past the cluster.
-bool in_cluster(const Cluster &c, uint32_t blob) { return (size_t)blob + 1 < c.offsets.size(); }
+// Reads the offset table: its first entry is the table's own size.
+void start(Cluster &c, const OpenFile &f, uint32_t cluster, uint64_t pos, unsigned char info) {
+    c.stream.reset(new Stream(codec_of(info), pos + 1, f.size));
+    const int width = (info & 0x10) ? 8 : 4;
+    unsigned char b[8];
+    c.stream->decode(f, reinterpret_cast<char *>(b), (size_t)width, cluster);
+    const uint64_t first = first_offset(b, width, kMaxCluster, cluster);
+    // Read in steps: a corrupt table size then fails when the stream ends,
+    // before anything that large is allocated.
+    c.offsets.assign(1, first);
+    char step[4096];
+    for (uint64_t left = first - width; left > 0;) {
+        const size_t n = (size_t)std::min<uint64_t>(left, sizeof step);
+        c.stream->decode(f, step, n, cluster);
+        for (size_t i = 0; i < n; i += width)
+            c.offsets.push_back(load_le(reinterpret_cast<unsigned char *>(step + i), width));
+        for (size_t i = c.offsets.size() - n / width; i < c.offsets.size(); i++)
+            check_offset(c.offsets[i], c.offsets[i - 1], kMaxCluster, cluster);
+        left -= n;
+    }
+    c.blobs.reset(new std::shared_ptr<const char>[c.blob_count()]);
+    c.held.store(c.offsets.capacity() * sizeof(uint64_t) + c.blob_count() * sizeof(c.blobs[0]),
+                 std::memory_order_relaxed);
+    if (c.blob_count() == 0)
+        c.stream.reset();
+    c.started.store(true, std::memory_order_release);
+}
+
+// A blob larger than a segment, in a buffer of its own grown as its bytes
+// are decoded: a corrupt size costs what the stream really holds.
+std::shared_ptr<char> decode_large(Stream &s, const OpenFile &f, uint64_t size, uint32_t cluster) {
+    size_t cap = kSegment, done = 0;
+    std::unique_ptr<char, void (*)(void *)> buf((char *)std::malloc(cap), &std::free);
+    if (!buf)
+        throw std::bad_alloc();
+    for (;;) {
+        const size_t n = (size_t)std::min<uint64_t>(cap, size) - done;
+        s.decode(f, buf.get() + done, n, cluster);
+        done += n;
+        if (done == size)
+            return std::shared_ptr<char>(buf.release(), &std::free);
+        const size_t grown = (size_t)std::min<uint64_t>(2 * (uint64_t)cap, size);
+        char *p = (char *)std::realloc(buf.get(), grown);
+        if (!p)
+            throw std::bad_alloc();
+        (void)buf.release();  // realloc moved or freed it
+        buf.reset(p);
+        cap = grown;
+    }
+}
+
+// Under c.mu, on the stream: decodes blob `ready`, the next one.
+void decode_next(Cluster &c, const OpenFile &f, uint32_t cluster) {
+    const uint32_t i = c.ready.load(std::memory_order_relaxed);
+    const uint64_t size = c.offsets[i + 1] - c.offsets[i];
+    if (size > kSegment) {
+        c.blobs[i] = decode_large(*c.stream, f, size, cluster);
+        c.held.fetch_add((size_t)size, std::memory_order_relaxed);
+    } else {
+        // (An empty blob still needs a segment: a view is never null.)
+        if (size > c.seg_size - c.seg_used || !c.segment) {
+            // At most what the table says is left: a small cluster gets a small segment.
+            const size_t n = (size_t)std::min<uint64_t>(kSegment, c.offsets.back() - c.offsets[i]);
+            c.segment.reset(new char[n ? n : 1], std::default_delete<char[]>());
+            c.seg_size = n;
+            c.seg_used = 0;
+            c.held.fetch_add(n, std::memory_order_relaxed);
+        }
+        char *p = c.segment.get() + c.seg_used;
+        c.stream->decode(f, p, (size_t)size, cluster);
+        c.seg_used += (size_t)size;
+        c.blobs[i] = std::shared_ptr<const char>(c.segment, p);
+    }
+    c.ready.store(i + 1, std::memory_order_release);
+    if (i + 1 == c.blob_count()) {
+        c.stream.reset();  // its decoder goes back to this thread
+        c.segment.reset();
+    }
+}
 
 zim::Blob view(const Cluster &c, uint32_t blob) {
-    const uint64_t base = c.offsets.front(), b = c.offsets[blob], e = c.offsets[blob + 1];
-    return zim::Blob(std::shared_ptr<const char>(c.data, c.data.get() + (b - base)),
-                     (zim::size_type)(e - b));
+    return zim::Blob(c.blobs[blob], (zim::size_type)(c.offsets[blob + 1] - c.offsets[blob]));
 }
 
 // The blob, if the cluster has decoded it already: no lock taken.
 bool decoded_blob(const Cluster &c, uint32_t blob, zim::Blob *out) {
-    if (!c.started.load(std::memory_order_acquire))
+    if (!c.started.load(std::memory_order_acquire) || blob >= c.ready.load(std::memory_order_acquire))
         return false;
-    if (!in_cluster(c, blob))
-        *out = zim::Blob();
-    else if (c.offsets[blob + 1] <= c.ready.load(std::memory_order_acquire))
-        *out = view(c, blob);
-    else
-        return false;
+    *out = view(c, blob);
     return true;
+}
+
+// Under c.mu: the cluster's offset table, read if not yet.
+void ensure_started(Cluster &c, const OpenFile &f, const Header &h, uint32_t cluster,
+                    unsigned char info) {
+    if (c.started.load(std::memory_order_relaxed))
+        return;
+    on_stream(c, cluster, [&] {
+        start(c, f, cluster, read_le(f, h.cluster_ptr_pos + 8 * (uint64_t)cluster, 8), info);
+    });
 }
 
 // Under c.mu: decodes up to the end of blob.
 zim::Blob blob_of(Cluster &c, const OpenFile &f, uint32_t cluster, uint32_t blob) {
-    if (!in_cluster(c, blob))
-        return zim::Blob();
-    const uint64_t base = c.offsets.front(), e = c.offsets[blob + 1];
-    const uint64_t ready = c.ready.load(std::memory_order_relaxed);
-    if (e > ready) {
-        c.stream->decode(f, c.data.get() + (ready - base), (size_t)(e - ready), cluster);
-        c.ready.store(e, std::memory_order_release);
-        if (e == c.offsets.back())
-            c.stream.reset();
-    }
+    if (blob >= c.blob_count())
+        no_blob(cluster, blob, c.blob_count());
+    while (c.ready.load(std::memory_order_relaxed) <= blob)
+        on_stream(c, cluster, [&] { decode_next(c, f, cluster); });
     return view(c, blob);
+}
+
+// An uncompressed cluster's blob, read from the file into memory of its own
+// (a view of a map would fault if the file were truncated later), after the
+// same checks of its offset table as a compressed one's: libzim 8.1.1
+// reserves a vector from the table's first entry unchecked. With data false,
+// only its size is set.
+void stored_blob(const OpenFile &f, const Header &h, uint32_t cluster, uint32_t blob,
+                 unsigned char info, bool data, zim::Blob *out, uint64_t *size) {
+    const int width = (info & 0x10) ? 8 : 4;
+    const uint64_t table = read_le(f, h.cluster_ptr_pos + 8 * (uint64_t)cluster, 8) + 1;
+    if (table > f.size)
+        corrupt(cluster, "starts past the archive's end");
+    const uint64_t room = f.size - table;  // the table and blobs lie in the archive
+    unsigned char b[8];
+    f.read(table, b, (size_t)width);
+    const uint64_t first = first_offset(b, width, room, cluster);
+    const uint64_t count = first / width - 1;
+    if (blob >= count)
+        no_blob(cluster, blob, (size_t)count);
+    // The whole table, in steps, checked for order as libzim 9 checks it;
+    // like libzim 9, only this blob must lie in the archive (a damaged end
+    // of the cluster costs the blobs there, not the ones before).
+    uint64_t previous = first, begin = 0, end = 0;
+    unsigned char step[4096];
+    for (uint64_t i = 1; i <= count;) {
+        const uint64_t n = std::min<uint64_t>(count + 1 - i, sizeof step / width);
+        f.read(table + i * width, step, (size_t)(n * width));
+        for (uint64_t j = 0; j < n; j++, i++) {
+            const uint64_t v = load_le(step + j * width, width);
+            check_offset(v, previous, UINT64_MAX, cluster);
+            if (i == blob)
+                begin = v;
+            if (i == blob + 1)
+                end = v;
+            previous = v;
+        }
+    }
+    if (blob == 0)
+        begin = first;
+    if (end > room)
+        corrupt(cluster, "blob " + std::to_string(blob) + " ends past the archive's end");
+    *size = end - begin;
+    if (!data)
+        return;
+    std::shared_ptr<char> buf(new char[*size ? *size : 1], std::default_delete<char[]>());
+    f.read(table + begin, buf.get(), (size_t)*size);
+    *out = zim::Blob(buf, (zim::size_type)*size);
 }
 
 }  // namespace
@@ -302,10 +491,6 @@ Lru &g_lru = *new Lru;
 uint64_t g_budget = kDefaultBudget, g_used = 0;
 std::once_flag g_budget_once;
 
-uint64_t decoded_size(const Cluster &c) {
-    return c.started.load(std::memory_order_acquire) ? c.offsets.back() : 0;
-}
-
 }  // namespace
 
 // The most recently used compressed clusters of one file.
@@ -344,19 +529,18 @@ class ClusterCache {
         return out;
     }
 
-    // After a read that may have started the cluster: charges its size to
-    // the budget once (if it is still cached) and evicts what is over.
+    // After a read that may have decoded more of the cluster: charges what
+    // it holds now (its memory grows with the data decoded, never with what
+    // the file claims) if it is still cached, and evicts what is over.
     void charge(uint32_t index, const std::shared_ptr<Cluster> &c) {
-        const uint64_t size = decoded_size(*c);
-        if (!size)
-            return;
-        std::vector<std::shared_ptr<Cluster>> dropped;
+        const uint64_t size = c->bytes_held();
+        std::vector<std::shared_ptr<Cluster>> dropped;  // freed after the lock
         std::lock_guard<std::mutex> lk(g_lru_mu);
         auto it = map_.find(index);
-        if (it == map_.end() || it->second->cluster != c || it->second->cost)
+        if (it == map_.end() || it->second->cluster != c || it->second->cost >= size)
             return;
+        g_used += size - it->second->cost;
         it->second->cost = size;
-        g_used += size;
         evict_locked(dropped);
     }
 
@@ -430,12 +614,13 @@ std::shared_ptr<ClusterCache> make_cluster_cache(const OpenFile &f) {
 
 namespace {
 
-// Where item's content is, when that is a zstd or xz cluster.
+// Where item's content is, when that is a cluster the shim reads.
 struct Where {
     uint32_t cluster, blob;
     unsigned char info;
 };
 
+// False for what libzim reads (redirects, other codecs, no header).
 bool locate(const OpenFile &f, const zim::Item &item, Where *w) {
     if (!f.clusters)
         return false;
@@ -451,9 +636,10 @@ bool locate(const OpenFile &f, const zim::Item &item, Where *w) {
     if (load_le(d, 2) >= 0xfffd || w->cluster >= h.clusters)
         return false;  // libzim has its own word for these
     w->info = f.clusters->info(f, w->cluster);
-    const Codec codec = codec_of(w->info);
-    return codec == Codec::xz || codec == Codec::zstd;
+    return codec_of(w->info) != Codec::other;
 }
+
+bool compressed(const Where &w) { return codec_of(w.info) != Codec::none; }
 
 }  // namespace
 
@@ -461,13 +647,27 @@ bool compressed_item_data(const OpenFile &f, const zim::Item &item, zim::Blob *o
     Where w;
     if (!locate(f, item, &w))
         return false;
+    const Header &h = f.clusters->header;
+    if (!compressed(w)) {
+        uint64_t size;
+        stored_blob(f, h, w.cluster, w.blob, w.info, true, out, &size);
+        return true;
+    }
     // Held for the whole read: another thread's get() may evict it meanwhile.
     const std::shared_ptr<Cluster> held = f.clusters->get(w.cluster);
     Cluster &c = *held;
     if (decoded_blob(c, w.blob, out))
         return true;
-    *out = with_cluster(c, f, f.clusters->header, w.cluster, w.info,
-                        [&] { return blob_of(c, f, w.cluster, w.blob); });
+    // Charged even when the read fails: the blobs decoded before the failure
+    // stay cached and readable, so they count.
+    try {
+        std::lock_guard<std::mutex> lk(c.mu);
+        ensure_started(c, f, h, w.cluster, w.info);
+        *out = blob_of(c, f, w.cluster, w.blob);
+    } catch (...) {
+        f.clusters->charge(w.cluster, held);
+        throw;
+    }
     f.clusters->charge(w.cluster, held);
     return true;
 }
@@ -476,19 +676,25 @@ bool compressed_item_size(const OpenFile &f, const zim::Item &item, uint64_t *si
     Where w;
     if (!locate(f, item, &w))
         return false;
+    const Header &h = f.clusters->header;
+    if (!compressed(w)) {
+        stored_blob(f, h, w.cluster, w.blob, w.info, false, nullptr, size);
+        return true;
+    }
     // Held for the whole read: another thread's get() may evict it meanwhile.
     const std::shared_ptr<Cluster> held = f.clusters->get(w.cluster);
     Cluster &c = *held;
-    auto blob_size = [&]() -> uint64_t {
-        return in_cluster(c, w.blob) ? c.offsets[w.blob + 1] - c.offsets[w.blob] : 0;
-    };
     // Sizes need the offset table only, fixed once the cluster has started.
-    if (c.started.load(std::memory_order_acquire))
-        *size = blob_size();
-    else {
-        *size = with_cluster(c, f, f.clusters->header, w.cluster, w.info, blob_size);
+    if (!c.started.load(std::memory_order_acquire)) {
+        {
+            std::lock_guard<std::mutex> lk(c.mu);
+            ensure_started(c, f, h, w.cluster, w.info);
+        }
         f.clusters->charge(w.cluster, held);
     }
+    if (w.blob >= c.blob_count())
+        no_blob(w.cluster, w.blob, c.blob_count());
+    *size = c.offsets[w.blob + 1] - c.offsets[w.blob];
     return true;
 }
 

@@ -123,20 +123,27 @@ bool find_dirent(const OpenFile &f, const Header &h, const std::string &long_pat
 
 // The listing's dirent and the number of blobs of its cluster, when that
 // cluster is stored uncompressed (libzim skips a compressed listing).
+// A table that is misaligned or larger than the archive sets defect:
+// libzim 8.1.1 would reserve a vector from it.
 bool listing_cluster(const OpenFile &f, const Header &h, const std::string &name, Dirent *d,
-                     uint64_t *blobs) {
+                     uint64_t *blobs, std::string *defect) {
     uint32_t index;
     if (!find_dirent(f, h, name, &index, d) || d->redirect || d->cluster >= h.clusters)
         return false;
     unsigned char b[9];
     f.read(h.cluster_ptr_pos + 8 * (uint64_t)d->cluster, b, 8);
-    f.read(load_le(b, 8), b, 9);
+    const uint64_t pos = load_le(b, 8);
+    f.read(pos, b, 9);
     if ((b[0] & 0x0f) > 1)
         return false;
     const int width = (b[0] & 0x10) ? 8 : 4;
     // The first offset is the size of the offset table: one more than blobs.
-    const uint64_t offsets = load_le(b + 1, width) / width;
-    *blobs = offsets ? offsets - 1 : 0;
+    const uint64_t first = load_le(b + 1, width);
+    if (first < (uint64_t)width || first % width)
+        *defect = "offset of the first blob is not properly aligned (" + std::to_string(first) + ")";
+    else if (first > f.size - (pos + 1))
+        *defect = "bad offset table size " + std::to_string(first);
+    *blobs = first / width ? first / width - 1 : 0;
     return true;
 }
 
@@ -151,12 +158,16 @@ void check_title_listings(const OpenFile &f) {
     for (const char *name : {"Xlisting/titleOrdered/v0", "Xlisting/titleOrdered/v1"}) {
         Dirent d;
         uint64_t blobs = 0;
+        std::string defect;
         try {
-            if (!listing_cluster(f, h, name, &d, &blobs))
+            if (!listing_cluster(f, h, name, &d, &blobs, &defect))
                 continue;
         } catch (const std::exception &) {
             continue;  // unreadable: libzim reports it in its own words
         }
+        if (!defect.empty())
+            throw zim::ZimFileFormatError("corrupt title listing '" + std::string(name + 1) + "': cluster " +
+                                          std::to_string(d.cluster) + ": " + defect);
         if ((uint64_t)d.blob < blobs)
             continue;
         throw zim::ZimFileFormatError("corrupt title listing '" + std::string(name + 1) +

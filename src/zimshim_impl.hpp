@@ -106,6 +106,7 @@ struct zs_item {
     zim::Item it;
     std::string title, path, mimetype;
     std::shared_ptr<zs_impl::OpenFile> file;
+    zs_error mimetype_error{};  // kind ZS_OK unless the mimetype is unreadable
 };
 struct zs_blob {
     zim::Blob b;
@@ -152,7 +153,9 @@ char *join_nul(const std::vector<std::string> &v, size_t *len);
 
 // Checks the search-index entries that libzim 8.1.1 reads without bounds
 // checks (zimshim_archive.cpp); with_database also opens the index.
-void check_index_entries(const zim::Archive &a, bool with_database);
+// file (when known) reads an uncompressed index's offset table with the
+// shim's checks first (libzim 8.1.1 reserves a vector from it unchecked).
+void check_index_entries(const zim::Archive &a, bool with_database, const OpenFile *file = nullptr);
 
 // ---- the archive's file (zimshim_file.cpp) ----
 
@@ -195,10 +198,11 @@ bool find_dirent(const OpenFile &f, const Header &h, const std::string &long_pat
 // its own (ZIM_CLUSTERCACHE).
 std::shared_ptr<ClusterCache> make_cluster_cache(const OpenFile &f);
 // The content of item when it is stored in a zstd or xz cluster, read
-// through f's cache; false for anything else (the caller reads it as before).
+// through f's cache, or in an uncompressed one, read with pread (both offset
+// tables checked); false for anything else (the caller reads it as before).
 bool compressed_item_data(const OpenFile &f, const zim::Item &item, zim::Blob *out);
 // Its size, from the cluster's offset table (libzim would read the cluster
-// into a cache of its own for that).
+// into a cache of its own for that, and 8.1.1 trusts an uncompressed one's).
 bool compressed_item_size(const OpenFile &f, const zim::Item &item, uint64_t *size);
 
 }  // namespace zs_impl

@@ -296,7 +296,7 @@ extern "C" zs_searcher *zs_searcher_new(zs_search_kind kind, zs_archive *const *
         if (env && std::atoi(env) > 0)
             s->cap = (size_t)std::atoi(env);
         for (size_t i = 0; i < n; i++) {
-            check_index_entries(archives[i]->a, true);
+            check_index_entries(archives[i]->a, true, archives[i]->file.get());
             s->archives.push_back(ArchiveCopy{archives[i]->file, archives[i]->a});
         }
         return s.release();
@@ -307,7 +307,7 @@ extern "C" int zs_searcher_add_archive(zs_searcher *s, zs_archive *a, zs_error *
     return guarded(err, -1, [&] {
         if (s->kind != ZS_FULLTEXT)
             throw std::invalid_argument("only full-text searchers take more archives");
-        check_index_entries(a->a, true);
+        check_index_entries(a->a, true, a->file.get());
         std::lock_guard<std::mutex> lk(s->mu);
         s->archives.push_back(ArchiveCopy{a->file, a->a});
         s->gen++;

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Mutation fuzzing of whole archives through the Python API.
+"""Mutation fuzzing of archives through the Python API, in two modes.
+
+Byte mode: any byte of a valid archive.
 
     python3 tools/fuzz_archive.py ../shared/zim-testing-suite/nons/small.zim --seconds 120
 
@@ -8,6 +10,12 @@ the result in a child process (entries, items, content, checks, iterators,
 suggestions, search), and keeps each input whose child crashed, hung or raised
 anything but a libzim.ZimError, printing the byte changes that rebuild it
 (see tests/test_fuzz_regressions.py). Writes only under --out.
+
+Cluster mode (--clusters): damage to compressed and uncompressed clusters,
+compared entry by entry with python-libzim 3.13.1 (the oracle). See
+tools/fuzz_clusters.py.
+
+    python3 tools/fuzz_archive.py --clusters --cases 300
 """
 from __future__ import annotations
 
@@ -57,6 +65,12 @@ for call in (a.check, a.validate, lambda: a.metadata_keys, lambda: a.article_cou
 
 
 def main() -> int:
+    if "--clusters" in sys.argv[1:]:
+        sys.argv.remove("--clusters")
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import fuzz_clusters
+
+        return fuzz_clusters.main()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("archive", type=Path, help="a valid archive to mutate")
     ap.add_argument("--seconds", type=float, default=60)

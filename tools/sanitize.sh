@@ -42,7 +42,12 @@ done
 # ASan on the 2-core CI machine; the full mode runs everything.
 CI_TESTS=(tests/test_reader.py tests/test_local_archives.py tests/test_faults.py tests/test_fuzz_regressions.py
           tests/test_corrupt.py tests/test_suggestion.py tests/test_races.py tests/test_stress.py
-          tests/test_writer.py tests/test_writer_failures.py tests/test_clusters.py)
+          tests/test_writer.py tests/test_writer_failures.py tests/test_clusters.py
+          tests/test_cluster_damage.py)
+# And a slice of the cluster fuzzer (tools/fuzz_clusters.py): crashes, hangs
+# and sanitizer reports only (the oracle would load ASan too; ASan's shadow
+# memory rules out an address-space limit).
+FUZZ_CASES=${LIBZIM_C_SANITIZE_FUZZ_CASES:-80}
 
 bash tools/bootstrap.sh
 PY=${PYTHON:-python3}
@@ -152,6 +157,8 @@ case "$mode" in
     full) "$PYEXE" -m pytest -q -p no:cacheprovider "${pytest_args[@]}" || rc=$? ;;
     ci)
         "$PYEXE" -m pytest -q -p no:cacheprovider "${CI_TESTS[@]}" "${pytest_args[@]}" || rc=$?
+        "$PYEXE" tools/fuzz_archive.py --clusters --no-oracle --limit 0 --cases "$FUZZ_CASES" \
+            --seed 7 --out "$work/fuzz" || rc=1
         lsan_check --cycles 100 --warmup 20 || rc=1
         ;;
     leak) lsan_check "${pytest_args[@]}" || rc=1 ;;
