@@ -589,6 +589,26 @@ def test_builtin_bench(ft_zim):
     assert {(r["threads"], r["snippets"]) for r in runs} == {(1, False), (2, False), (1, True), (2, True)}
     assert all(r["searches"] > 0 and r["searches_per_second"] > 0 and r["consistent"] for r in runs)
     assert out["archives"] == [str(ft_zim)]
+    assert out["cluster_cache_mib"] == 64  # the throughput commands' default, not the library's 16
+
+
+def test_bench_cluster_cache_option(ft_zim):
+    out = zim_json("bench", ft_zim, "--quick", "--duration", "0.1", "--threads", "1", "--cluster-cache", "3")
+    assert out["cluster_cache_mib"] == 3
+    proc = zim("bench", ft_zim, "--quick", "--cluster-cache", "-1")
+    assert proc.returncode == 2 and "--cluster-cache must be >= 0" in proc.stderr
+
+
+def test_apply_cluster_cache_sets_the_process_budget():
+    from libzim.cli.workers import apply_cluster_cache
+    from libzim.reader import get_cluster_cache_max_size, set_cluster_cache_max_size
+
+    before = get_cluster_cache_max_size()
+    try:
+        assert apply_cluster_cache(5) == "cluster cache: 5 MiB for the process (--cluster-cache)"
+        assert get_cluster_cache_max_size() == 5 << 20
+    finally:
+        set_cluster_cache_max_size(before)
 
 
 # ----------------------------------------------------------------------------- --json errors

@@ -16,7 +16,7 @@ from .demo import checkout, demo_archive
 from .errors import PROG, CLIError, print_error
 from .output import print_json
 from .search import digest, run_search, searchable
-from .workers import hammer
+from .workers import add_cluster_cache_option, apply_cluster_cache, hammer
 
 
 BENCH_QUERIES = (
@@ -50,7 +50,9 @@ def parse_thread_list(text: str) -> list[int]:
     return values
 
 
-def builtin_bench(paths: Sequence[str], threads: list[int], duration: float, limit: int, as_json: bool) -> int:
+def builtin_bench(paths: Sequence[str], threads: list[int], duration: float, limit: int, as_json: bool,
+                  cluster_cache_mib: int) -> int:
+    cache_line = apply_cluster_cache(cluster_cache_mib)
     with quiet():
         archives, without = searchable(paths)
         searcher = Searcher(archives)
@@ -68,6 +70,7 @@ def builtin_bench(paths: Sequence[str], threads: list[int], duration: float, lim
             f"({hits} results in all), {duration:g} s per configuration"
         )
         print("archives: " + ", ".join(str(a.filename) for a in archives))
+        print(cache_line)
         print(f"{'threads':>7}  {'snippets':>8}  {'searches':>8}  {'searches/s':>10}  {'p50 ms':>8}  {'p95 ms':>8}")
         sys.stdout.flush()
     rows = []
@@ -93,6 +96,7 @@ def builtin_bench(paths: Sequence[str], threads: list[int], duration: float, lim
                 "queries": list(queries),
                 "limit": limit,
                 "duration": duration,
+                "cluster_cache_mib": cluster_cache_mib,
                 "runs": rows,
             }
         )
@@ -127,7 +131,7 @@ def cmd_bench(args: argparse.Namespace, extra: list[str]) -> int:
     paths = list(args.archives)
     if not paths:
         paths = [str(demo_archive(args.cache, ", or give ARCHIVE paths"))]
-    return builtin_bench(paths, threads, duration, args.limit, args.json)
+    return builtin_bench(paths, threads, duration, args.limit, args.json, args.cluster_cache)
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
@@ -151,4 +155,5 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--limit", "-n", type=int, default=10, metavar="N", help="results per search (built-in; default 10)")
     p.add_argument("--cache", metavar="DIR", help="where the demo archive is cached (built-in without ARCHIVE)")
     p.add_argument("--json", action="store_true", help="print JSON (built-in benchmark)")
+    add_cluster_cache_option(p)
     p.set_defaults(func=cmd_bench)

@@ -16,7 +16,7 @@ from .archives import open_archive
 from .errors import PROG, CLIError, one_line, print_error
 from .output import human_size
 from .search import digest, print_results, run_search
-from .workers import Stats, hammer
+from .workers import Stats, add_cluster_cache_option, apply_cluster_cache, hammer
 
 
 DEMO_PACKAGE = "python3-doc"  # the default Python's docs on Debian 12 and 13
@@ -109,6 +109,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise CLIError("--threads must be >= 1", 2)
     if args.duration <= 0:
         raise CLIError("--duration must be > 0", 2)
+    cache_line = apply_cluster_cache(args.cluster_cache)
     path = demo_archive(args.cache)
     archive = open_archive(path)
     if not archive.has_fulltext_index:
@@ -130,7 +131,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     print(
         f"Throughput: the {len(DEMO_QUERIES)} queries above, top {args.limit} with snippets, "
-        f"{args.duration:g} s per run, one Searcher shared by all threads"
+        f"{args.duration:g} s per run, one Searcher shared by all threads; {cache_line}"
     )
     sys.stdout.flush()
     load = load_average()  # before the runs: the others' load and at most our one thread
@@ -166,4 +167,5 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--cache", metavar="DIR", help="cache directory for the built archive")
     p.add_argument("--limit", "-n", type=int, default=3, metavar="N", help="results shown per query (default 3)")
     p.add_argument("--duration", type=float, default=2.0, metavar="S", help="seconds per throughput run (default 2)")
+    add_cluster_cache_option(p)
     p.set_defaults(func=cmd_demo)
