@@ -474,3 +474,22 @@ with writer.Creator({str(tmp_path / "quiet.zim")!r}).config_verbose(False) as c:
     assert out.returncode == 0, out.stderr
     # python-libzim 3.13.1 (libzim 9.8) prints nothing there; measured the same on 8.1.1 and 9.2.3.
     assert out.stdout.splitlines() == ["Resolve redirect", "set index"]
+
+
+# ---- where libzim-c is stricter than python-libzim (README, "Errors") --------
+# Each of these is a programming error that python-libzim lets through as
+# something else; the expectations are python-libzim 3.13.1's measured answers
+# and ours.
+
+
+def test_archive_of_none_is_a_type_error():
+    # python-libzim: RuntimeError("Error opening ZIM file: None"), i.e. it looks
+    # for a file named "None".
+    with pytest.raises(TypeError):
+        Archive(None)  # type: ignore[arg-type]
+
+
+def test_fractional_budget_is_a_type_error(budget):
+    # python-libzim truncates 1.5 to a budget of 1 byte.
+    with pytest.raises(TypeError):
+        set_cluster_cache_max_size(1.5)  # type: ignore[arg-type]
