@@ -493,3 +493,19 @@ def test_fractional_budget_is_a_type_error(budget):
     # python-libzim truncates 1.5 to a budget of 1 byte.
     with pytest.raises(TypeError):
         set_cluster_cache_max_size(1.5)  # type: ignore[arg-type]
+
+
+def test_random_entry_without_front_articles(tmp_path):
+    # libzim 8.1.1's and 9.2.3's writers write the v0 title listing, which has
+    # no front-article list: reading it, every HTML entry is an article, so
+    # get_random_entry() finds one (both measured). python-libzim 3.13.1's
+    # writer (libzim 9.8, v1 listing) makes the same items no articles, and a
+    # KeyError there; on such a file the binding raises EntryNotFoundError, a
+    # KeyError (measured on the oracle's file; test_zim63.py reads its files).
+    out = tmp_path / "no_front.zim"
+    with writer.Creator(out) as c:
+        for name in ("a.html", "b.html"):
+            c.add_item(Page(name, name, b"<html><body>x</body></html>", {writer.Hint.FRONT_ARTICLE: False}))
+    with Archive(out) as a:
+        assert a.article_count == 2
+        assert a.get_random_entry().path in {"a.html", "b.html"}

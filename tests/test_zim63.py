@@ -133,3 +133,35 @@ def test_broken_listing_still_fails(zim63, tmp_path, damage):
     path.write_bytes(bytes(data))
     with Archive(path) as a:
         assert a.validate(["title_index"]) == ["title_index"]
+
+
+NO_FRONT_WRITER = textwrap.dedent("""
+    import sys
+    from libzim.writer import Creator, Hint, Item, StringProvider
+
+    class Page(Item):
+        def __init__(self, path):
+            self.path = path
+        def get_path(self): return self.path
+        def get_title(self): return self.path
+        def get_mimetype(self): return "text/html"
+        def get_contentprovider(self): return StringProvider("<html><body>x</body></html>")
+        def get_hints(self): return {Hint.FRONT_ARTICLE: False}
+
+    with Creator(sys.argv[1]) as c:
+        for path in ("a.html", "b.html"):
+            c.add_item(Page(path))
+    """)
+
+
+def test_no_front_article_in_a_v1_listing(tmp_path):
+    # python-libzim 3.13.1 on this file: article_count 0 and KeyError("Cannot find
+    # valid random entry (no front entry at all)"); the libzim 8/9.2.3 writers'
+    # v0 listing counts the same items as articles (test_dropin.py).
+    out = tmp_path / "no_front.zim"
+    subprocess.run([str(ORACLE_PYTHON), "-I", "-c", NO_FRONT_WRITER, str(out)],
+                   check=True, cwd=tmp_path, timeout=300, capture_output=True)
+    with Archive(out) as a:
+        assert a.article_count == 0
+        with pytest.raises(KeyError, match="no front entry"):
+            a.get_random_entry()
