@@ -15,6 +15,18 @@ import libzim
 import local_archives as L
 from conftest import SUITE, child_python, suite_data
 
+# What a damaged title index must do: every call that reads it answers or
+# raises a one-line libzim.ZimError naming the file (run on the mutated `a`).
+TITLE_INDEX_PROBE = """
+        for call in (lambda: a.has_title_index, lambda: a.has_fulltext_index,
+                     lambda: SuggestionSearcher(a).suggest("t").get_results(0, 5),
+                     lambda: Searcher(a)):
+            try:
+                call()
+            except libzim.ZimError as e:
+                assert "\\n" not in str(e) and "small" in str(e), str(e)
+        """
+
 # (shared file, [(offset, new byte)], code run on the mutated archive `a`)
 CASES = {
     # A corrupt dirent for the title index: libzim reads its blob offset
@@ -25,15 +37,7 @@ CASES = {
          (11356, 0o231), (14368, 0o250), (17428, 0o213), (17692, 0o377), (21251, 0o22),
          (21785, 0o154), (23334, 0o277), (26562, 0o235), (27086, 0o261), (39393, 0o354),
          (40980, 0o3)],
-        """
-        for call in (lambda: a.has_title_index, lambda: a.has_fulltext_index,
-                     lambda: SuggestionSearcher(a).suggest("t").get_results(0, 5),
-                     lambda: Searcher(a)):
-            try:
-                call()
-            except libzim.ZimError as e:
-                assert "\\n" not in str(e) and "small" in str(e), str(e)
-        """,
+        TITLE_INDEX_PROBE,
     ),
     # A malformed "valuesmap" in the title index's Xapian metadata: libzim
     # indexes past the end of its split (segfault in strtol).
@@ -212,13 +216,7 @@ def test_local_title_index_blob_out_of_range(tmp_path):
     path.write_bytes(bytes(data))
     proc = _run(path, f"""
         a = Archive({str(path)!r})
-        for call in (lambda: a.has_title_index, lambda: a.has_fulltext_index,
-                     lambda: SuggestionSearcher(a).suggest("t").get_results(0, 5),
-                     lambda: Searcher(a)):
-            try:
-                call()
-            except libzim.ZimError as e:
-                assert "\\n" not in str(e) and "small" in str(e), str(e)
+        """ + TITLE_INDEX_PROBE + """
         print("done")
         """)
     assert proc.returncode == 0, proc.stderr[-2000:]

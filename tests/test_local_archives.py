@@ -22,7 +22,7 @@ import local_archives as L
 from conftest import child_python, per_libzim, read_every_entry, run_threads
 from libzim.reader import Archive
 from libzim.suggestion import SuggestionSearcher
-from test_corrupt import walk
+from test_corrupt import assert_clear_errors, walk
 
 
 def assert_matches_written(a: Archive, w: L.Written) -> None:
@@ -221,12 +221,7 @@ def test_corrupt_archive(local, defect):
     _, outcome, check_name = L.CORRUPTIONS[defect]
     result = walk(path)
 
-    for err in result["errors"]:
-        assert err["zim"], f"{err['where']}: {err['type']} is not a libzim.ZimError: {err['msg']!r}"
-        msg = err["msg"]
-        assert "\n" not in msg and "\r" not in msg, f"{err['where']}: multi-line message {msg!r}"
-        assert msg.startswith(str(path)), f"{err['where']}: message does not name the file: {msg!r}"
-        assert len(msg.strip()) > len(str(path)) + 2, f"{err['where']}: empty message {msg!r}"
+    assert_clear_errors(result, path)
 
     if outcome == L.OPEN_FAILS:
         assert result["opened"] is False, f"{path.name} opened"
