@@ -7,7 +7,7 @@ from typing import Any
 
 import libzim
 
-from . import bench, check, demo, get, info, search
+from . import bench, check, demo, get, info, search, serve
 from .errors import PROG, CLIError
 
 
@@ -46,4 +46,5 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_parser(sub)
     bench.add_parser(sub)
     demo.add_parser(sub)
+    serve.add_parser(sub)
     return parser

@@ -1,0 +1,69 @@
+"""``zim serve``: serve archives over HTTP with kiwix-serve's URLs (needs the ``serve`` extra)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from .errors import PROG, CLIError, one_line
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+
+        from libzim.serve import Library, create_app
+        from libzim.serve.library import find_archives
+    except ImportError as e:
+        raise CLIError(f"zim serve needs the serve extra: pip install 'libzim-c[serve]' ({one_line(e)})",
+                       kind="ImportError")
+    if args.threads is not None and args.threads < 1:
+        raise CLIError("--threads must be >= 1", 2)
+    if not 0 <= args.port <= 65535:
+        raise CLIError("--port must be between 0 and 65535", 2)
+    files = find_archives(args.archives)
+    if not files:
+        raise CLIError("no ZIM archive found in " + ", ".join(args.archives))
+    for f in files:
+        if not f.is_file():
+            raise CLIError(f"{f}: no such file", file=str(f))
+    try:
+        library = Library(files)
+    except Exception as e:  # noqa: BLE001 - one line naming the file, as every command
+        raise CLIError(one_line(e), kind=type(e).__name__)
+    threads = args.threads or min(32, (os.cpu_count() or 1) * 2)
+    app = create_app(library, threads=threads)
+    names = ", ".join(library.books)
+    sys.stderr.write(f"{PROG}: serving {len(library.books)} book(s) ({names}) on http://{args.address}:{args.port}/ "
+                     f"with {threads} worker threads\n")
+    sys.stderr.flush()
+    config = uvicorn.Config(
+        app, host=args.address, port=args.port, access_log=not args.no_access_log, log_level="info",
+        # Bounds a client cannot lift: open connections, idle keep-alive, header size;
+        # uvicorn stops on SIGTERM / SIGINT, finishing the requests under way.
+        limit_concurrency=args.max_connections, timeout_keep_alive=5, timeout_graceful_shutdown=10,
+        h11_max_incomplete_event_size=16 * 1024, server_header=False,
+    )
+    server = uvicorn.Server(config)
+    server.run()
+    library.close()
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    """``zim serve`` and its options."""
+    p = sub.add_parser("serve", help="serve archives over HTTP, with kiwix-serve's URLs",
+                       description="Serve ZIM archives (files, or folders of them) over HTTP with "
+                                   "kiwix-serve's URLs: library page, content, search, suggestions, OPDS catalog. "
+                                   "Needs: pip install 'libzim-c[serve]'.")
+    p.add_argument("archives", nargs="+", metavar="ARCHIVE", help="ZIM file, or a folder of them")
+    p.add_argument("--address", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 for all)")
+    p.add_argument("--port", "-p", type=int, default=8080, help="port (default 8080)")
+    p.add_argument("--threads", "-t", type=int, default=None,
+                   help="worker threads for libzim's work (default 2 x CPUs, at most 32)")
+    p.add_argument("--max-connections", type=int, default=1000,
+                   help="open connections before new ones get 503 (default 1000)")
+    p.add_argument("--no-access-log", action="store_true", help="do not log each request")
+    p.set_defaults(func=cmd_serve)

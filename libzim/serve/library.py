@@ -1,0 +1,194 @@
+"""The served library: one shared Archive, Searcher and SuggestionSearcher per book.
+
+Everything here is called from the worker threads of the server's pool: the
+binding releases the GIL around libzim's work, and its Archive, Searcher and
+SuggestionSearcher objects are safe to share between threads, so every worker
+uses the same objects (one file descriptor set, one cluster cache per book).
+No function here touches the network; a slow client only holds the event loop's
+buffers, never a worker.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import unicodedata
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from libzim.reader import Archive, Entry
+from libzim.search import Search, Searcher
+from libzim.suggestion import SuggestionSearcher
+
+__all__ = ["Book", "Library", "book_name_from_path", "find_archives"]
+
+
+def book_name_from_path(path: str | os.PathLike[str]) -> str:
+    """The name kiwix-serve (libkiwix 11, Book::getHumanReadableIdFromPath) gives
+    a book: the file name without directory and ``.zim*`` suffix, accents
+    removed, spaces as ``_``, ``+`` as ``plus``."""
+    name = Path(path).name
+    name = "".join(c for c in unicodedata.normalize("NFD", name) if not unicodedata.combining(c))
+    name = re.sub(r"\.zim[a-z]*$", "", name)
+    return name.replace(" ", "_").replace("+", "plus")
+
+
+def find_archives(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Files as given; folders give the ``*.zim`` files they hold (recursively), sorted."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out.extend(sorted(q for q in p.rglob("*.zim") if q.is_file()))
+        else:
+            out.append(p)
+    return out
+
+
+def _meta(archive: Archive, key: str) -> str:
+    try:
+        return bytes(archive.get_metadata(key)).decode("utf-8", "replace")
+    except Exception:  # noqa: BLE001 - missing or unreadable metadata is just absent
+        return ""
+
+
+@dataclass(eq=False)
+class Book:
+    """One archive and what the pages show about it (read once, at start)."""
+
+    name: str
+    archive: Archive
+    title: str
+    description: str
+    language: str
+    creator: str
+    publisher: str
+    date: str
+    tags: str
+    flavour: str
+    uuid: str
+    article_count: int
+    media_count: int
+    main_path: str | None
+    illustration_sizes: tuple[int, ...]
+    _suggester: SuggestionSearcher | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def open(cls, name: str, path: Path) -> Book:
+        a = Archive(path)
+        main: str | None = None
+        if a.has_main_entry:
+            entry = a.main_entry
+            main = resolve(entry).path if entry.is_redirect else entry.path
+        try:
+            sizes = tuple(sorted(a.get_illustration_sizes()))
+        except Exception:  # noqa: BLE001
+            sizes = ()
+        return cls(
+            name=name, archive=a, title=_meta(a, "Title") or name,
+            description=_meta(a, "Description"), language=_meta(a, "Language"),
+            creator=_meta(a, "Creator"), publisher=_meta(a, "Publisher"), date=_meta(a, "Date"),
+            tags=_meta(a, "Tags"), flavour=_meta(a, "Flavour"), uuid=str(a.uuid),
+            article_count=a.article_count, media_count=a.media_count, main_path=main,
+            illustration_sizes=sizes,
+        )
+
+    @property
+    def suggester(self) -> SuggestionSearcher:
+        with self._lock:
+            if self._suggester is None:
+                self._suggester = SuggestionSearcher(self.archive)
+            return self._suggester
+
+
+def resolve(entry: Entry, limit: int = 50) -> Entry:
+    """Follow redirects, bounded so a redirect loop in an archive cannot hang a worker."""
+    for _ in range(limit):
+        if not entry.is_redirect:
+            return entry
+        entry = entry.get_redirect_entry()
+    raise LookupError("redirect loop")
+
+
+class _LRU:
+    """A small thread-safe LRU map (bounded: old entries are dropped)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = max(1, size)
+        self._d: OrderedDict[object, object] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: object) -> object | None:
+        with self._lock:
+            v = self._d.get(key)
+            if v is not None:
+                self._d.move_to_end(key)
+            return v
+
+    def put(self, key: object, value: object) -> None:
+        with self._lock:
+            self._d[key] = value
+            self._d.move_to_end(key)
+            while len(self._d) > self.size:
+                self._d.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+
+class Library:
+    """The books by name, and bounded caches of searchers and running searches.
+
+    A search being paged is kept (LRU, ``search_cache`` entries) so that the next
+    page asks the same ``Search`` for more results instead of running the query
+    again; searchers over several books are kept the same way.
+    """
+
+    def __init__(self, paths: Iterable[str | os.PathLike[str]], *, search_cache: int = 64,
+                 searcher_cache: int = 16) -> None:
+        self.books: dict[str, Book] = {}
+        self._by_file: dict[str, Book] = {}
+        self._by_uuid: dict[str, Book] = {}
+        for path in find_archives(paths):
+            name = book_name_from_path(path)
+            if name in self.books:  # kiwix-serve keeps the first of two books with the same name
+                continue
+            book = Book.open(name, path)
+            self.books[name] = book
+            self._by_file[os.path.realpath(book.archive.filename)] = book
+            self._by_uuid.setdefault(book.uuid, book)
+        self._searchers = _LRU(searcher_cache)
+        self._searches = _LRU(search_cache)
+        self.searches_run = 0  # how many queries were run (not served from the cache)
+
+    def by_uuid(self, uuid: str) -> Book | None:
+        return self._by_uuid.get(uuid)
+
+    def book_of(self, archive: Archive) -> Book | None:
+        return self._by_file.get(os.path.realpath(archive.filename))
+
+    def searchable(self) -> list[Book]:
+        return [b for b in self.books.values() if b.archive.has_fulltext_index]
+
+    def search(self, books: tuple[Book, ...], pattern: str) -> Search:
+        """The (cached) Search of ``pattern`` over ``books``."""
+        key = (tuple(b.name for b in books), pattern)
+        found = self._searches.get(key)
+        if isinstance(found, Search):
+            return found
+        skey = key[0]
+        searcher = self._searchers.get(skey)
+        if not isinstance(searcher, Searcher):
+            searcher = Searcher([b.archive for b in books])
+            self._searchers.put(skey, searcher)
+        search = searcher.search(pattern)
+        self._searches.put(key, search)
+        self.searches_run += 1
+        return search
+
+    def close(self) -> None:
+        for book in self.books.values():
+            book.archive.close()

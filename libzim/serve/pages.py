@@ -1,0 +1,256 @@
+"""The pages and documents the server writes: plain Python strings, every
+value from a request or an archive escaped here (html.escape / XML / JSON),
+in the shapes kiwix-serve 3.3.0 writes."""
+
+from __future__ import annotations
+
+import datetime
+import html
+import json
+import re
+from typing import Sequence
+from urllib.parse import quote, urlencode
+
+from .library import Book
+
+__all__ = ["error_page", "library_page", "search_page", "search_rss", "suggest_json", "opds_entries", "esc",
+           "content_url", "safe_snippet"]
+
+
+def esc(text: object) -> str:
+    """Escape for HTML text and attribute values (XML too: &, <, >, both quotes)."""
+    return html.escape(str(text), quote=True)
+
+
+def content_url(book: str, path: str = "") -> str:
+    """The URL of an entry; every path segment percent-encoded."""
+    return f"/content/{quote(book, safe='')}/{quote(path, safe='/')}"
+
+
+_B = re.compile(r"(</?b>)")
+
+
+def safe_snippet(snippet: str) -> str:
+    """A snippet as HTML: the highlight tags (<b>, </b>) kept, all other text
+    escaped (unescaped first, so text that came escaped is not escaped twice)."""
+    parts = _B.split(snippet)
+    return "".join(p if p in ("<b>", "</b>") else esc(html.unescape(p)) for p in parts)
+
+
+_STYLE = """
+body{font-family:sans-serif;margin:0 auto;max-width:60em;padding:1em}
+.book{display:inline-block;width:18em;vertical-align:top;margin:.5em;padding:.5em;border:1px solid #ccc;border-radius:4px}
+.book img{float:left;margin-right:.5em}.book .desc{font-size:90%;color:#444}
+.results li{margin-bottom:1em}.results cite{display:block;font-style:normal}
+.book-title,.informations{font-size:85%;color:#666}.pagination a{margin:0 .3em}
+#suggestions{border:1px solid #ccc;max-width:30em}#suggestions a{display:block;padding:.2em}
+"""
+
+_SUGGEST_JS = """
+(function(){
+  var box=document.getElementById('kiwixsearchbox'), sel=document.getElementById('book'),
+      out=document.getElementById('suggestions'), timer=null;
+  if(!box||!sel||!out) return;
+  box.addEventListener('input', function(){
+    clearTimeout(timer);
+    timer=setTimeout(function(){
+      var term=box.value; out.textContent='';
+      if(!term) return;
+      fetch('/suggest?content='+encodeURIComponent(sel.value)+'&term='+encodeURIComponent(term)+'&count=10')
+        .then(function(r){return r.ok?r.json():[];})
+        .then(function(items){
+          out.textContent='';
+          items.forEach(function(it){
+            var a=document.createElement('a');
+            a.className='suggestion';
+            a.textContent=it.value;
+            a.href= it.kind==='path'
+              ? '/content/'+encodeURIComponent(sel.value)+'/'+it.path.split('/').map(encodeURIComponent).join('/')
+              : '/search?books.name='+encodeURIComponent(sel.value)+'&pattern='+encodeURIComponent(term);
+            out.appendChild(a);
+          });
+        }).catch(function(){});
+    }, 150);
+  });
+})();
+"""
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        f"<title>{esc(title)}</title><style>{_STYLE}</style></head>\n<body>\n{body}\n</body></html>\n"
+    )
+
+
+def error_page(status: int, title: str, message: str) -> str:
+    return _page(title, f"<h1>{esc(title)}</h1>\n<p class=\"message\">{esc(message)}</p>\n"
+                        "<p><a href=\"/\">Go to the library</a></p>")
+
+
+def library_page(books: Sequence[Book]) -> str:
+    cards = []
+    for b in books:
+        img = ""
+        if b.illustration_sizes:
+            img = (f"<img src=\"/catalog/v2/illustration/{esc(b.uuid)}?size=48\" width=\"48\" height=\"48\" "
+                   f"alt=\"\">")
+        link = content_url(b.name)
+        cards.append(
+            f"<div class=\"book\" data-name=\"{esc(b.name)}\">{img}"
+            f"<a class=\"title\" href=\"{esc(link)}\">{esc(b.title)}</a>"
+            f"<div class=\"desc\">{esc(b.description)}</div>"
+            f"<div class=\"meta\"><span class=\"language\">{esc(b.language)}</span> · "
+            f"<span class=\"articles\">{b.article_count:,} articles</span></div></div>"
+        )
+    options = "".join(f"<option value=\"{esc(b.name)}\">{esc(b.title)}</option>" for b in books)
+    form = (
+        "<form class=\"kiwixsearch\" method=\"GET\" action=\"/search\" id=\"kiwixsearchform\">"
+        f"<select id=\"book\" name=\"books.name\">{options}</select> "
+        "<input autocomplete=\"off\" id=\"kiwixsearchbox\" name=\"pattern\" type=\"text\" "
+        "aria-label=\"Search\" placeholder=\"Search\"> <button type=\"submit\">Search</button>"
+        "<div id=\"suggestions\"></div></form>"
+    )
+    body = (f"<h1>Library</h1>\n{form}\n<p class=\"count\">{len(books)} books</p>\n"
+            f"<div class=\"books\">{''.join(cards)}</div>\n<script>{_SUGGEST_JS}</script>")
+    return _page("Welcome to Kiwix Server", body)
+
+
+class Hit:
+    """One search result, as the pages show it."""
+
+    __slots__ = ("book", "path", "title", "snippet", "word_count")
+
+    def __init__(self, book: Book, path: str, title: str, snippet: str, word_count: int) -> None:
+        self.book, self.path, self.title, self.snippet, self.word_count = book, path, title, snippet, word_count
+
+
+def _search_link(names: Sequence[str], pattern: str, start: int, page_length: int, fmt: str | None = None) -> str:
+    q: list[tuple[str, str]] = [("pattern", pattern)]
+    q += [("books.name", n) for n in names]
+    if fmt:
+        q.append(("format", fmt))
+    q += [("start", str(start)), ("pageLength", str(page_length))]
+    return "/search?" + urlencode(q)
+
+
+def search_page(names: Sequence[str], pattern: str, total: int, start: int, page_length: int,
+                hits: Sequence[Hit]) -> str:
+    """The HTML result page; ``start`` is 1-based, as kiwix-serve's."""
+    if hits:
+        header = (f"Results <b>{start}-{start + len(hits) - 1}</b> of <b>{total}</b> for "
+                  f"<b>\"{esc(pattern)}\"</b>")
+    else:
+        header = f"No results were found for <b>\"{esc(pattern)}\"</b>"
+    items = []
+    for h in hits:
+        items.append(
+            f"<li><a href=\"{esc(content_url(h.book.name, h.path))}\">{esc(h.title)}</a>"
+            f"<cite>{safe_snippet(h.snippet)}</cite>"
+            f"<div class=\"book-title\">from {esc(h.book.title)}</div>"
+            f"<div class=\"informations\">{h.word_count} words</div></li>"
+        )
+    pages = []
+    if total > page_length:
+        current = (start - 1) // page_length
+        last = (total - 1) // page_length
+        for p in range(max(0, current - 4), min(last, current + 4) + 1):
+            link = _search_link(names, pattern, p * page_length + 1, page_length)
+            label = str(p + 1)
+            pages.append(f"<b>{label}</b>" if p == current else f"<a href=\"{esc(link)}\">{label}</a>")
+    body = (
+        f"<div class=\"header\">{header}</div>\n<div class=\"results\"><ul>{''.join(items)}</ul></div>\n"
+        f"<div class=\"pagination\">{''.join(pages)}</div>"
+    )
+    return _page(f"Search: {pattern}", body)
+
+
+def search_rss(names: Sequence[str], pattern: str, total: int, start: int, page_length: int,
+               hits: Sequence[Hit]) -> str:
+    items = []
+    for h in hits:
+        items.append(
+            f"    <item>\n      <title>{esc(h.title)}</title>\n"
+            f"      <link>{esc(content_url(h.book.name, h.path))}</link>\n"
+            f"      <description>{esc(safe_snippet(h.snippet))}</description>\n"
+            f"      <book>\n        <title>{esc(h.book.title)}</title>\n        <name>{esc(h.book.name)}</name>\n"
+            f"      </book>\n      <wordCount>{h.word_count}</wordCount>\n    </item>\n"
+        )
+    link = _search_link(names, pattern, start, page_length, "xml")
+    return (
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        "<rss version=\"2.0\"\n     xmlns:opensearch=\"http://a9.com/-/spec/opensearch/1.1/\"\n"
+        "     xmlns:atom=\"http://www.w3.org/2005/Atom\">\n  <channel>\n"
+        f"    <title>Search: {esc(pattern)}</title>\n    <link>{esc(link)}</link>\n"
+        f"    <description>Search result for {esc(pattern)}</description>\n"
+        f"    <opensearch:totalResults>{total}</opensearch:totalResults>\n"
+        f"    <opensearch:startIndex>{start}</opensearch:startIndex>\n"
+        f"    <opensearch:itemsPerPage>{page_length}</opensearch:itemsPerPage>\n"
+        "    <atom:link rel=\"search\" type=\"application/opensearchdescription+xml\" "
+        "href=\"/search/searchdescription.xml\"/>\n"
+        f"    <opensearch:Query role=\"request\" searchTerms=\"{esc(pattern)}\" startIndex=\"{start}\" "
+        f"count=\"{page_length}\"/>\n"
+        f"{''.join(items)}  </channel>\n</rss>\n"
+    )
+
+
+def suggest_json(items: Sequence[dict[str, str]], term: str) -> str:
+    """kiwix-serve's /suggest list: the titles (kind "path"), then the
+    full-text search of the term (kind "pattern"). Labels are HTML-escaped as
+    kiwix's are; the JSON is ASCII with <, >, & as \\u escapes, so no
+    consumer that pastes it into HTML can be tricked."""
+    out = [dict(it) for it in items]
+    out.append({"value": term + " ", "label": f"containing '{term}'...", "kind": "pattern"})
+    for it in out:
+        it["label"] = esc(it["label"])
+    text = json.dumps(out, ensure_ascii=True, indent=2)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _iso_date(date: str) -> str:
+    try:
+        d = datetime.date.fromisoformat(date.strip()[:10])
+    except ValueError:
+        return "1970-01-01T00:00:00Z"
+    return f"{d.isoformat()}T00:00:00Z"
+
+
+def opds_entries(books: Sequence[Book], feed_id: str, total: int, start: int) -> str:
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    entries = []
+    for b in books:
+        thumb = ""
+        if 48 in b.illustration_sizes:
+            thumb = (f"    <link rel=\"http://opds-spec.org/image/thumbnail\" "
+                     f"href=\"/catalog/v2/illustration/{esc(b.uuid)}/?size=48\" "
+                     f"type=\"image/png;width=48;height=48;scale=1\"/>\n")
+        entries.append(
+            "  <entry>\n"
+            f"    <id>urn:uuid:{esc(b.uuid)}</id>\n    <title>{esc(b.title)}</title>\n"
+            f"    <updated>{_iso_date(b.date)}</updated>\n    <summary>{esc(b.description)}</summary>\n"
+            f"    <language>{esc(b.language)}</language>\n    <name>{esc(b.name)}</name>\n"
+            f"    <flavour>{esc(b.flavour)}</flavour>\n    <category></category>\n"
+            f"    <tags>{esc(b.tags)}</tags>\n    <articleCount>{b.article_count}</articleCount>\n"
+            f"    <mediaCount>{b.media_count}</mediaCount>\n{thumb}"
+            f"    <link type=\"text/html\" href=\"{esc(content_url(b.name).rstrip('/'))}\" />\n"
+            f"    <author>\n      <name>{esc(b.creator)}</name>\n    </author>\n"
+            f"    <publisher>\n      <name>{esc(b.publisher)}</name>\n    </publisher>\n"
+            f"    <dc:issued>{_iso_date(b.date)}</dc:issued>\n  </entry>\n"
+        )
+    return (
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        "<feed xmlns=\"http://www.w3.org/2005/Atom\"\n      xmlns:dc=\"http://purl.org/dc/terms/\"\n"
+        "      xmlns:opds=\"https://specs.opds.io/opds-1.2\"\n"
+        "      xmlns:opensearch=\"http://a9.com/-/spec/opensearch/1.1/\">\n"
+        f"  <id>{esc(feed_id)}</id>\n"
+        "  <link rel=\"self\" href=\"/catalog/v2/entries\" "
+        "type=\"application/atom+xml;profile=opds-catalog;kind=acquisition\"/>\n"
+        "  <link rel=\"start\" href=\"/catalog/v2/root.xml\" "
+        "type=\"application/atom+xml;profile=opds-catalog;kind=navigation\"/>\n"
+        "  <link rel=\"up\" href=\"/catalog/v2/root.xml\" "
+        "type=\"application/atom+xml;profile=opds-catalog;kind=navigation\"/>\n"
+        f"  <title>All Entries</title>\n  <updated>{now}</updated>\n"
+        f"  <totalResults>{total}</totalResults>\n  <startIndex>{start}</startIndex>\n"
+        f"  <itemsPerPage>{len(books)}</itemsPerPage>\n{''.join(entries)}</feed>\n"
+    )
