@@ -180,7 +180,8 @@ class Server:
     async def _content(self, request: Request, name: str, path: str, raw: bool = False) -> Response:
         book = self.book(name)
         qname = quote(name, safe="")
-        prefix = f"/raw/{qname}/content/" if raw else f"/content/{qname}/"
+        base = quote(_root(request), safe="/")
+        prefix = f"{base}/raw/{qname}/content/" if raw else f"{base}/content/{qname}/"
         if path == "":
             if book.main_path is None:
                 raise HTTPError(404, f"{name} has no main page")
@@ -252,7 +253,7 @@ class Server:
             except (KeyError, ZimError):
                 raise HTTPError(404, f"{book.name} has no article to pick") from None
 
-        return self.redirect(_join(f"/content/{quote(book.name, safe='')}/", await self.run(pick)))
+        return self.redirect(_join(f"{quote(_root(request), safe='/')}/content/{quote(book.name, safe='')}/", await self.run(pick)))
 
     # -- search -------------------------------------------------------------
 
@@ -306,9 +307,9 @@ class Server:
         total, hits = await self.run(self._search, tuple(books), pattern, start, length)
         names = [b.name for b in books]
         if q.get("format") == "xml":
-            body = pages.search_rss(names, pattern, total, start, length, hits)
+            body = pages.search_rss(names, pattern, total, start, length, hits, _root(request))
             return _text(request, body, "application/rss+xml; charset=utf-8")
-        return _text(request, pages.search_page(names, pattern, total, start, length, hits),
+        return _text(request, pages.search_page(names, pattern, total, start, length, hits, _root(request)),
                      "text/html; charset=utf-8")
 
     # -- suggest ------------------------------------------------------------
@@ -356,7 +357,7 @@ class Server:
             books = [b for b in books if b.name == q.get("name")]
         start = self.int_param(request, "start", 0, 0)
         count = self.int_param(request, "count", 10_000, 0, 10_000)
-        body = pages.opds_entries(books[start:start + count], self.feed_id, len(books), start)
+        body = pages.opds_entries(books[start:start + count], self.feed_id, len(books), start, _root(request))
         return _text(request, body, "application/atom+xml;profile=opds-catalog;kind=acquisition")
 
     async def catalog_root(self, request: Request) -> Response:
@@ -390,7 +391,12 @@ class Server:
 
     async def home(self, request: Request) -> Response:
         books = sorted(self.library.books.values(), key=lambda b: (b.title.lower(), b.name))
-        return _text(request, pages.library_page(books), "text/html; charset=utf-8")
+        return _text(request, pages.library_page(books, _root(request)), "text/html; charset=utf-8")
+
+
+def _root(request: Request) -> str:
+    """Where the app is mounted ("" at the top), for the URLs it writes (pages quote it)."""
+    return str(request.scope.get("root_path", "")).rstrip("/")
 
 
 def _join(prefix: str, path: str) -> str:

@@ -14,6 +14,7 @@ import os
 import re
 import threading
 import unicodedata
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,8 +85,12 @@ class Book:
             entry = a.main_entry
             main = resolve(entry).path if entry.is_redirect else entry.path
         try:
-            sizes = tuple(sorted(a.get_illustration_sizes()))
-        except Exception:  # noqa: BLE001
+            # Deprecated by python-libzim for get_illustration_infos() (libzim 9.3),
+            # which the libzims here lack: the only way to list them.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                sizes = tuple(sorted(a.get_illustration_sizes()))
+        except Exception:  # noqa: BLE001 - no illustration listed is what the pages show then
             sizes = ()
         return cls(
             name=name, archive=a, title=_meta(a, "Title") or name,

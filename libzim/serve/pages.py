@@ -22,9 +22,9 @@ def esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def content_url(book: str, path: str = "") -> str:
-    """The URL of an entry; every path segment percent-encoded."""
-    return f"/content/{quote(book, safe='')}/{quote(path, safe='/')}"
+def content_url(book: str, path: str = "", root: str = "") -> str:
+    """The URL of an entry; every path segment percent-encoded; ``root``: where the app is mounted."""
+    return f"{quote(root, safe='/')}/content/{quote(book, safe='')}/{quote(path, safe='/')}"
 
 
 _B = re.compile(r"(</?b>)")
@@ -49,14 +49,15 @@ body{font-family:sans-serif;margin:0 auto;max-width:60em;padding:1em}
 _SUGGEST_JS = """
 (function(){
   var box=document.getElementById('kiwixsearchbox'), sel=document.getElementById('book'),
-      out=document.getElementById('suggestions'), timer=null;
+      out=document.getElementById('suggestions'), timer=null,
+      root=(document.getElementById('kiwixsearchform')||{}).dataset.root||'';
   if(!box||!sel||!out) return;
   box.addEventListener('input', function(){
     clearTimeout(timer);
     timer=setTimeout(function(){
       var term=box.value; out.textContent='';
       if(!term) return;
-      fetch('/suggest?content='+encodeURIComponent(sel.value)+'&term='+encodeURIComponent(term)+'&count=10')
+      fetch(root+'/suggest?content='+encodeURIComponent(sel.value)+'&term='+encodeURIComponent(term)+'&count=10')
         .then(function(r){return r.ok?r.json():[];})
         .then(function(items){
           out.textContent='';
@@ -65,8 +66,8 @@ _SUGGEST_JS = """
             a.className='suggestion';
             a.textContent=it.value;
             a.href= it.kind==='path'
-              ? '/content/'+encodeURIComponent(sel.value)+'/'+it.path.split('/').map(encodeURIComponent).join('/')
-              : '/search?books.name='+encodeURIComponent(sel.value)+'&pattern='+encodeURIComponent(term);
+              ? root+'/content/'+encodeURIComponent(sel.value)+'/'+it.path.split('/').map(encodeURIComponent).join('/')
+              : root+'/search?books.name='+encodeURIComponent(sel.value)+'&pattern='+encodeURIComponent(term);
             out.appendChild(a);
           });
         }).catch(function(){});
@@ -89,14 +90,14 @@ def error_page(status: int, title: str, message: str) -> str:
                         "<p><a href=\"/\">Go to the library</a></p>")
 
 
-def library_page(books: Sequence[Book]) -> str:
+def library_page(books: Sequence[Book], root: str = "") -> str:
     cards = []
     for b in books:
         img = ""
         if b.illustration_sizes:
-            img = (f"<img src=\"/catalog/v2/illustration/{esc(b.uuid)}?size=48\" width=\"48\" height=\"48\" "
+            img = (f"<img src=\"{esc(quote(root, safe='/'))}/catalog/v2/illustration/{esc(b.uuid)}?size=48\" width=\"48\" height=\"48\" "
                    f"alt=\"\">")
-        link = content_url(b.name)
+        link = content_url(b.name, root=root)
         cards.append(
             f"<div class=\"book\" data-name=\"{esc(b.name)}\">{img}"
             f"<a class=\"title\" href=\"{esc(link)}\">{esc(b.title)}</a>"
@@ -106,7 +107,8 @@ def library_page(books: Sequence[Book]) -> str:
         )
     options = "".join(f"<option value=\"{esc(b.name)}\">{esc(b.title)}</option>" for b in books)
     form = (
-        "<form class=\"kiwixsearch\" method=\"GET\" action=\"/search\" id=\"kiwixsearchform\">"
+        f"<form class=\"kiwixsearch\" method=\"GET\" action=\"{esc(quote(root, safe='/'))}/search\" "
+        f"id=\"kiwixsearchform\" data-root=\"{esc(quote(root, safe='/'))}\">"
         f"<select id=\"book\" name=\"books.name\">{options}</select> "
         "<input autocomplete=\"off\" id=\"kiwixsearchbox\" name=\"pattern\" type=\"text\" "
         "aria-label=\"Search\" placeholder=\"Search\"> <button type=\"submit\">Search</button>"
@@ -126,17 +128,18 @@ class Hit:
         self.book, self.path, self.title, self.snippet, self.word_count = book, path, title, snippet, word_count
 
 
-def _search_link(names: Sequence[str], pattern: str, start: int, page_length: int, fmt: str | None = None) -> str:
+def _search_link(names: Sequence[str], pattern: str, start: int, page_length: int, fmt: str | None = None,
+                 root: str = "") -> str:
     q: list[tuple[str, str]] = [("pattern", pattern)]
     q += [("books.name", n) for n in names]
     if fmt:
         q.append(("format", fmt))
     q += [("start", str(start)), ("pageLength", str(page_length))]
-    return "/search?" + urlencode(q)
+    return quote(root, safe="/") + "/search?" + urlencode(q)
 
 
 def search_page(names: Sequence[str], pattern: str, total: int, start: int, page_length: int,
-                hits: Sequence[Hit]) -> str:
+                hits: Sequence[Hit], root: str = "") -> str:
     """The HTML result page; ``start`` is 1-based, as kiwix-serve's."""
     if hits:
         header = (f"Results <b>{start}-{start + len(hits) - 1}</b> of <b>{total}</b> for "
@@ -146,7 +149,7 @@ def search_page(names: Sequence[str], pattern: str, total: int, start: int, page
     items = []
     for h in hits:
         items.append(
-            f"<li><a href=\"{esc(content_url(h.book.name, h.path))}\">{esc(h.title)}</a>"
+            f"<li><a href=\"{esc(content_url(h.book.name, h.path, root))}\">{esc(h.title)}</a>"
             f"<cite>{safe_snippet(h.snippet)}</cite>"
             f"<div class=\"book-title\">from {esc(h.book.title)}</div>"
             f"<div class=\"informations\">{h.word_count} words</div></li>"
@@ -156,7 +159,7 @@ def search_page(names: Sequence[str], pattern: str, total: int, start: int, page
         current = (start - 1) // page_length
         last = (total - 1) // page_length
         for p in range(max(0, current - 4), min(last, current + 4) + 1):
-            link = _search_link(names, pattern, p * page_length + 1, page_length)
+            link = _search_link(names, pattern, p * page_length + 1, page_length, root=root)
             label = str(p + 1)
             pages.append(f"<b>{label}</b>" if p == current else f"<a href=\"{esc(link)}\">{label}</a>")
     body = (
@@ -167,17 +170,17 @@ def search_page(names: Sequence[str], pattern: str, total: int, start: int, page
 
 
 def search_rss(names: Sequence[str], pattern: str, total: int, start: int, page_length: int,
-               hits: Sequence[Hit]) -> str:
+               hits: Sequence[Hit], root: str = "") -> str:
     items = []
     for h in hits:
         items.append(
             f"    <item>\n      <title>{esc(h.title)}</title>\n"
-            f"      <link>{esc(content_url(h.book.name, h.path))}</link>\n"
+            f"      <link>{esc(content_url(h.book.name, h.path, root))}</link>\n"
             f"      <description>{esc(safe_snippet(h.snippet))}</description>\n"
             f"      <book>\n        <title>{esc(h.book.title)}</title>\n        <name>{esc(h.book.name)}</name>\n"
             f"      </book>\n      <wordCount>{h.word_count}</wordCount>\n    </item>\n"
         )
-    link = _search_link(names, pattern, start, page_length, "xml")
+    link = _search_link(names, pattern, start, page_length, "xml", root)
     return (
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
         "<rss version=\"2.0\"\n     xmlns:opensearch=\"http://a9.com/-/spec/opensearch/1.1/\"\n"
@@ -216,14 +219,14 @@ def _iso_date(date: str) -> str:
     return f"{d.isoformat()}T00:00:00Z"
 
 
-def opds_entries(books: Sequence[Book], feed_id: str, total: int, start: int) -> str:
+def opds_entries(books: Sequence[Book], feed_id: str, total: int, start: int, root: str = "") -> str:
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     entries = []
     for b in books:
         thumb = ""
         if 48 in b.illustration_sizes:
             thumb = (f"    <link rel=\"http://opds-spec.org/image/thumbnail\" "
-                     f"href=\"/catalog/v2/illustration/{esc(b.uuid)}/?size=48\" "
+                     f"href=\"{esc(quote(root, safe='/'))}/catalog/v2/illustration/{esc(b.uuid)}/?size=48\" "
                      f"type=\"image/png;width=48;height=48;scale=1\"/>\n")
         entries.append(
             "  <entry>\n"
@@ -233,7 +236,7 @@ def opds_entries(books: Sequence[Book], feed_id: str, total: int, start: int) ->
             f"    <flavour>{esc(b.flavour)}</flavour>\n    <category></category>\n"
             f"    <tags>{esc(b.tags)}</tags>\n    <articleCount>{b.article_count}</articleCount>\n"
             f"    <mediaCount>{b.media_count}</mediaCount>\n{thumb}"
-            f"    <link type=\"text/html\" href=\"{esc(content_url(b.name).rstrip('/'))}\" />\n"
+            f"    <link type=\"text/html\" href=\"{esc(content_url(b.name, root=root).rstrip('/'))}\" />\n"
             f"    <author>\n      <name>{esc(b.creator)}</name>\n    </author>\n"
             f"    <publisher>\n      <name>{esc(b.publisher)}</name>\n    </publisher>\n"
             f"    <dc:issued>{_iso_date(b.date)}</dc:issued>\n  </entry>\n"

@@ -1,0 +1,599 @@
+"""zim serve (libzim.serve): kiwix-serve's URLs, escaping, limits, a live server.
+
+Expected results come from the archives' sources (the pages written here and
+search_fixtures' PAGES_A), never from the server under test. Shapes follow
+kiwix-serve 3.3.0 (Debian 12), checked by hand against it; the tests do not
+need kiwix-serve.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import warnings
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+starlette = pytest.importorskip("starlette", reason="the serve extra (requirements-test.txt) is not installed")
+warnings.filterwarnings("ignore", message="Using `httpx`")
+from starlette.testclient import TestClient  # noqa: E402
+
+from corpus import write_png  # noqa: E402
+from libzim import writer  # noqa: E402
+from libzim.serve import Library, create_app  # noqa: E402
+from libzim.serve.app import parse_range  # noqa: E402
+from libzim.serve.library import book_name_from_path  # noqa: E402
+
+from conftest import REPO_ROOT, child_python  # noqa: E402
+from search_fixtures import *  # noqa: E402,F401,F403
+from search_fixtures import PAGES_A, pages_with  # noqa: E402
+from writer_support import TextItem  # noqa: E402
+
+HOSTILE_TITLE = "Livre <script>alert(1)</script> & co"
+# The pages of the French archive: path -> (title, body words). "quorvex" is in all of them.
+FRA_PAGES = {
+    f"A/page{i}.html": (f"Page quorvex {i} <i>", f"quorvex texte numero{i} du livre") for i in range(12)
+}
+
+
+def _fra_html(title: str, body: str) -> str:
+    return f"<html><head><title>{html.escape(title)}</title></head><body><p>{body}</p></body></html>"
+
+
+@pytest.fixture(scope="module")
+def fra_path(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("serve")
+    out = d / "livre franç+ais_2024-01.zim"
+    png = write_png(d / "illus.png").read_bytes()
+    with writer.Creator(out).config_indexing(True, "fra") as c:
+        c.set_mainpath("index.html")
+        c.add_item(TextItem("index.html", "Accueil", _fra_html("Accueil", "bienvenue")))
+        for path, (title, body) in FRA_PAGES.items():
+            c.add_item(TextItem(path, title, _fra_html(title, body)))
+        c.add_item(TextItem("data/blob.bin", "", bytes(range(256)) * 4, "application/octet-stream",
+                            hints={writer.Hint.FRONT_ARTICLE: False}))
+        c.add_redirection("old.html", "Old", "A/page1.html", {})
+        c.add_redirection("loop1", "", "index.html", {})
+        for k, v in (("Title", HOSTILE_TITLE), ("Language", "fra"), ("Description", "Un <b>livre</b> & plus"),
+                     ("Creator", "moi"), ("Publisher", "nous"), ("Date", "2024-01-02"), ("Name", "livre")):
+            c.add_metadata(k, v)
+        c.add_illustration(48, png)
+    return out
+
+
+FRA = "livre_francplusais_2024-01"  # book_name_from_path: accents removed, " " -> "_", "+" -> "plus"
+
+
+@pytest.fixture(scope="module")
+def client(zim_a_path, fra_path):
+    app = create_app([zim_a_path, fra_path], threads=4)
+    with TestClient(app, raise_server_exceptions=True) as c:
+        yield c
+
+
+A = "a"  # zim_a_path is .../a.zim
+
+
+def test_book_names_as_kiwix_serve():
+    assert book_name_from_path("/x/wikipedia_en_all_maxi_2024-01.zim") == "wikipedia_en_all_maxi_2024-01"
+    assert book_name_from_path("dir/my book.zim") == "my_book"
+    assert book_name_from_path("c++.zimaa") == "cplusplus"
+    assert book_name_from_path("Élève.zim") == "Eleve"
+    assert book_name_from_path("livre franç+ais_2024-01.zim") == FRA
+
+
+def test_folder_of_archives(zim_a_path, fra_path):
+    lib = Library([fra_path.parent])
+    assert list(lib.books) == [FRA]
+    lib.close()
+
+
+def test_library_page(client):
+    r = client.get("/")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    text = r.text
+    assert html.escape(HOSTILE_TITLE) in text and HOSTILE_TITLE not in text
+    assert "Un &lt;b&gt;livre&lt;/b&gt; &amp; plus" in text
+    assert f'href="/content/{FRA}/"' in text and f'href="/content/{A}/"' in text
+    assert "Search fixture A" in text
+    assert f"{len(FRA_PAGES) + 1} articles" in text
+    assert 'id="kiwixsearchbox"' in text and "/suggest?content=" in text
+    assert re.search(r'<img src="/catalog/v2/illustration/[0-9a-f-]{36}\?size=48"', text)
+    assert ">fra<" in text and ">eng<" in text
+
+
+def test_main_page_and_redirects(client):
+    for url in (f"/content/{FRA}", f"/content/{FRA}/", f"/{FRA}", f"/{FRA}/"):
+        r = client.get(url, follow_redirects=False)
+        assert (r.status_code, r.headers["location"]) == (302, f"/content/{FRA}/index.html"), url
+    r = client.get(f"/content/{FRA}/old.html", follow_redirects=False)
+    assert (r.status_code, r.headers["location"]) == (302, f"/content/{FRA}/A/page1.html")
+    r = client.get(f"/raw/{FRA}/content/old.html", follow_redirects=False)
+    assert (r.status_code, r.headers["location"]) == (302, f"/raw/{FRA}/content/A/page1.html")
+
+
+def test_content(client):
+    title, body = FRA_PAGES["A/page3.html"]
+    for url in (f"/content/{FRA}/A/page3.html", f"/{FRA}/A/page3.html", f"/raw/{FRA}/content/A/page3.html"):
+        r = client.get(url)
+        assert r.status_code == 200, url
+        assert r.content == _fra_html(title, body).encode()
+        assert r.headers["content-type"].startswith("text/html")
+        assert r.headers["etag"].startswith('"')
+    blob = client.get(f"/content/{FRA}/data/blob.bin")
+    assert blob.content == bytes(range(256)) * 4
+    assert blob.headers["content-type"] == "application/octet-stream"
+
+
+def test_etag_304_and_head(client):
+    url = f"/content/{FRA}/A/page2.html"
+    r = client.get(url)
+    etag = r.headers["etag"]
+    r2 = client.get(url, headers={"If-None-Match": etag})
+    assert r2.status_code == 304 and r2.content == b""
+    assert client.get(url, headers={"If-None-Match": '"other"'}).status_code == 200
+    other = client.get(f"/content/{FRA}/A/page4.html").headers["etag"]
+    assert other != etag
+    h = client.head(url)
+    assert h.status_code == 200 and h.content == b""
+    assert h.headers["content-length"] == str(len(r.content))
+    assert client.head(f"/content/{FRA}/nope.html").status_code == 404
+
+
+def test_byte_ranges(client):
+    url = f"/content/{FRA}/data/blob.bin"
+    full = bytes(range(256)) * 4
+    cases = {"bytes=0-9": (0, 9), "bytes=1000-": (1000, 1023), "bytes=-5": (1019, 1023),
+             "bytes=1020-5000": (1020, 1023)}
+    for header, (lo, hi) in cases.items():
+        r = client.get(url, headers={"Range": header})
+        assert r.status_code == 206, header
+        assert r.content == full[lo:hi + 1]
+        assert r.headers["content-range"] == f"bytes {lo}-{hi}/1024"
+    r = client.get(url, headers={"Range": "bytes=2000-"})
+    assert r.status_code == 416 and r.headers["content-range"] == "bytes */1024"
+    for ignored in ("bytes=0-1,5-6", "bytes=x-y", "items=0-1", "bytes=9-3"):
+        r = client.get(url, headers={"Range": ignored})
+        assert (r.status_code, r.content) == (200, full), ignored
+    r = client.get(url, headers={"Range": "bytes=0-3", "If-Range": '"stale"'})
+    assert r.status_code == 200
+
+
+def test_parse_range_unit():
+    assert parse_range("bytes=0-0", 10) == (0, 0)
+    assert parse_range("bytes=-100", 10) == (0, 9)
+    assert parse_range("bytes=-0", 10) == "unsatisfiable"
+    assert parse_range("bytes=10-", 10) == "unsatisfiable"
+    assert parse_range("bytes=" + "9" * 40 + "-", 10) is None
+    assert parse_range("bytes=-", 10) is None
+
+
+def test_raw_meta(client):
+    r = client.get(f"/raw/{FRA}/meta/Title")
+    assert r.status_code == 200 and r.content == HOSTILE_TITLE.encode()
+    assert r.headers["content-type"].startswith("text/plain")
+    assert client.get(f"/raw/{FRA}/meta/Nope").status_code == 404
+
+
+def test_missing_things_are_404_pages(client):
+    for url in (f"/content/{FRA}/nope.html", "/content/nobook/x", "/nobook/x", f"/raw/{FRA}/content/zz",
+                "/random?content=nobook", "/random", "/suggest?term=x", "/catalog/v2/illustration/nope",
+                "/raw/nobook/meta/Title"):
+        r = client.get(url)
+        assert r.status_code == 404, url
+        assert r.headers["content-type"].startswith("text/html")
+        assert "<h1>" in r.text
+
+
+def test_random(client):
+    seen = set()
+    for _ in range(20):
+        r = client.get(f"/random?content={FRA}", follow_redirects=False)
+        assert r.status_code == 302
+        loc = r.headers["location"]
+        assert loc.startswith(f"/content/{FRA}/")
+        assert client.get(loc).status_code == 200
+        seen.add(loc)
+    assert seen
+
+
+def _result_paths(text: str, book: str) -> list[str]:
+    return re.findall(rf'<a href="/content/{re.escape(book)}/([^"]+)">', text)
+
+
+def test_search_html(client):
+    expected = pages_with(PAGES_A, "wumpkit")
+    r = client.get("/search", params={"books.name": A, "pattern": "wumpkit"})
+    assert r.status_code == 200
+    assert set(_result_paths(r.text, A)) == expected
+    assert f"Results <b>1-{len(expected)}</b> of <b>{len(expected)}</b>" in r.text
+    assert "from Search fixture A" in r.text
+    assert "<b>wumpkit</b>" in r.text  # the snippet's highlight
+    assert re.search(r"\d+ words", r.text)
+    # kiwix-serve 3.3's legacy parameter name:
+    assert set(_result_paths(client.get("/search", params={"content": A, "pattern": "wumpkit"}).text, A)) == expected
+
+
+def test_search_paging_reuses_the_search(zim_a_path):
+    expected = pages_with(PAGES_A, "frobnitz")
+    assert len(expected) > 10
+    app = create_app([zim_a_path], threads=2)
+    with TestClient(app) as c:
+        lib = app.state.server.library
+        got: list[str] = []
+        for start in range(1, len(expected) + 1, 4):
+            r = c.get("/search", params={"books.name": A, "pattern": "frobnitz", "start": start, "pageLength": 4})
+            assert r.status_code == 200
+            got += _result_paths(r.text, A)
+        assert sorted(got) == sorted(expected)  # every result once, across the pages
+        assert lib.searches_run == 1
+        r = c.get("/search", params={"books.name": A, "pattern": "frobnitz", "pageLength": 4})
+        assert 'class="pagination"' in r.text and "start=5&amp;pageLength=4" in r.text
+
+
+def test_search_page_length_capped_like_kiwix(client):
+    r = client.get("/search", params={"books.name": A, "pattern": "gleepnar OR frobnitz OR the",
+                                      "pageLength": 100000, "format": "xml"})
+    assert r.status_code == 200
+    root = ET.fromstring(r.content)
+    ns = {"os": "http://a9.com/-/spec/opensearch/1.1/"}
+    assert root.find("channel/os:itemsPerPage", ns).text == "140"
+
+
+def test_search_rss(client):
+    expected = pages_with(PAGES_A, "wumpkit")
+    r = client.get("/search", params={"books.name": A, "pattern": "wumpkit", "format": "xml"})
+    assert r.status_code == 200 and r.headers["content-type"].startswith("application/rss+xml")
+    root = ET.fromstring(r.content)
+    ns = {"os": "http://a9.com/-/spec/opensearch/1.1/"}
+    ch = root.find("channel")
+    assert ch.find("title").text == "Search: wumpkit"
+    assert ch.find("os:totalResults", ns).text == str(len(expected))
+    assert ch.find("os:startIndex", ns).text == "1"
+    items = ch.findall("item")
+    assert {i.find("link").text.split(f"/content/{A}/", 1)[1] for i in items} == expected
+    for i in items:
+        assert i.find("book/title").text == "Search fixture A"
+        assert "<b>wumpkit</b>" in i.find("description").text
+        assert int(i.find("wordCount").text) > 0
+
+
+def test_search_across_languages(client):
+    r = client.get("/search", params=[("books.name", A), ("books.name", FRA), ("pattern", "quorvex OR wumpkit"),
+                                      ("pageLength", 50), ("format", "xml")])
+    assert r.status_code == 200
+    items = ET.fromstring(r.content).findall("channel/item")
+    by_book: dict[str, set[str]] = {}
+    for i in items:
+        _, _, rest = i.find("link").text.partition("/content/")
+        book, _, path = rest.partition("/")
+        by_book.setdefault(book, set()).add(path)
+        assert i.find("book/name").text == book
+        assert i.find("book/title").text == {A: "Search fixture A", FRA: HOSTILE_TITLE}[book]
+    assert by_book[A] == pages_with(PAGES_A, "wumpkit")
+    assert by_book[FRA] == set(FRA_PAGES)
+
+
+def test_search_bad_requests(client):
+    for params in ({"pattern": "x", "books.name": "nobook"}, {"books.name": A}, {"pattern": ""},
+                   {"pattern": "x", "books.name": A, "start": "abc"}, {"pattern": "x", "books.name": A, "start": "0"},
+                   {"pattern": "x", "books.name": A, "pageLength": "-1"},
+                   {"pattern": "x", "books.name": A, "start": "9" * 30},
+                   {"pattern": "x" * 5000, "books.name": A}):
+        r = client.get("/search", params=params)
+        assert r.status_code == 400, params
+        assert "<h1>Invalid request</h1>" in r.text
+
+
+def test_search_start_past_the_end(client):
+    r = client.get("/search", params={"books.name": A, "pattern": "wumpkit", "start": 500})
+    assert r.status_code == 200 and _result_paths(r.text, A) == []
+
+
+def test_suggest(client):
+    r = client.get("/suggest", params={"content": FRA, "term": "page", "count": 3})
+    assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")
+    items = json.loads(r.text)
+    assert len(items) == 4
+    for it in items[:3]:
+        assert it["kind"] == "path" and it["path"] in FRA_PAGES and it["value"] == FRA_PAGES[it["path"]][0]
+        assert "<" not in it["label"]  # kiwix escapes the label's HTML
+    assert items[3] == {"value": "page ", "label": "containing &#x27;page&#x27;...", "kind": "pattern"}
+    assert "<" not in r.text and ">" not in r.text
+
+
+def test_suggest_several_books_and_count_cap(client):
+    r = client.get("/suggest", params=[("content", FRA), ("content", A), ("term", "p"), ("count", 100000)])
+    assert r.status_code == 200
+    items = json.loads(r.text)
+    books = {it.get("book") for it in items if it["kind"] == "path"}
+    assert books == {FRA, A}
+    assert len(items) <= 101
+    assert client.get("/suggest", params={"content": FRA, "term": "p", "count": "x"}).status_code == 400
+
+
+def test_catalog(client, fra_path):
+    r = client.get("/catalog/v2/entries")
+    assert r.status_code == 200 and "opds-catalog" in r.headers["content-type"]
+    ns = {"a": "http://www.w3.org/2005/Atom"}
+    root = ET.fromstring(r.content)
+    entries = root.findall("a:entry", ns)
+    assert {e.find("a:name", ns).text for e in entries} == {A, FRA}
+    fra = next(e for e in entries if e.find("a:name", ns).text == FRA)
+    assert fra.find("a:title", ns).text == HOSTILE_TITLE
+    assert fra.find("a:language", ns).text == "fra"
+    assert fra.find("a:articleCount", ns).text == str(len(FRA_PAGES) + 1)
+    assert fra.find("a:updated", ns).text == "2024-01-02T00:00:00Z"
+    uuid = fra.find("a:id", ns).text.removeprefix("urn:uuid:")
+    links = {link.get("rel"): link.get("href") for link in fra.findall("a:link", ns)}
+    assert links[None] == f"/content/{FRA}"
+    thumb = links["http://opds-spec.org/image/thumbnail"]
+    png = write_png(fra_path.parent / "check.png").read_bytes()
+    for url in (thumb, f"/catalog/v2/illustration/{uuid}?size=48"):
+        r = client.get(url)
+        assert r.status_code == 200 and r.content == png, url
+    assert client.get(f"/catalog/v2/illustration/{uuid}?size=96").status_code == 404
+    assert client.get(f"/catalog/v2/illustration/{uuid}?size=abc").status_code == 400
+    assert len(ET.fromstring(client.get("/catalog/v2/entries?count=1").content).findall("a:entry", ns)) == 1
+    assert client.get("/catalog/v2/root.xml").status_code == 200
+
+
+def test_limits(client):
+    assert client.post("/search", content=b"x").status_code == 405
+    assert client.request("PUT", "/").status_code == 405
+    assert client.get("/search?pattern=" + "x" * 20000).status_code == 414
+    r = client.request("GET", "/", content=b"body", headers={"Content-Length": "4"})
+    assert r.status_code == 413
+
+
+# -- hostile requests -------------------------------------------------------
+
+MARK = "<zz9 onload=x>"  # must never come back as is
+PAYLOADS = [
+    MARK, f"\"{MARK}", f"'{MARK}", f"</title>{MARK}", f"<script>{MARK}</script>", f"]]>{MARK}",
+    f"\\u003c{MARK}", f"{MARK}&amp;", "%3Czz9%3E", "../../../../etc/passwd", "..%2F..%2Fetc%2Fpasswd",
+    "/etc/passwd", "....//....//etc/passwd", "\x00", "%00", "%ff%fe%80", "\ud800", "é" * 50, "9" * 400,
+    "-1", "0", "1e9", "NaN", "99999999999999999999", " ", "a" * 3000, "*", "\r\nX-Injected: 1", "%0d%0aX: 1",
+]
+
+
+def _hostile_urls() -> list[tuple[str, dict[str, str]]]:
+    out: list[tuple[str, dict[str, str]]] = []
+    for p in PAYLOADS:
+        q = quote(p.encode("utf-8", "surrogatepass"), safe="")
+        raw = p if p.isprintable() and "\ud800" not in p else q
+        out += [
+            (f"/search?pattern={q}", {}),
+            (f"/search?pattern={q}&books.name={FRA}&format=xml", {}),
+            (f"/search?pattern=quorvex&books.name={q}", {}),
+            (f"/search?pattern=quorvex&content={FRA}&start={q}&pageLength={q}", {}),
+            (f"/search?pattern=quorvex&books.name={FRA}&pageLength={q}&format={q}", {}),
+            (f"/search?pattern=quorvex&books.id={q}", {}),
+            (f"/suggest?content={FRA}&term={q}&count=5", {}),
+            (f"/suggest?content={q}&term=x", {}),
+            (f"/suggest?content={FRA}&term=p&count={q}", {}),
+            (f"/content/{FRA}/{q}", {}),
+            (f"/content/{q}/index.html", {}),
+            (f"/content/{FRA}/{raw}", {}),
+            (f"/{q}/{q}", {}),
+            (f"/raw/{FRA}/content/{q}", {}),
+            (f"/raw/{FRA}/meta/{q}", {}),
+            (f"/raw/{q}/meta/Title", {}),
+            (f"/random?content={q}", {}),
+            (f"/catalog/v2/entries?lang={q}&name={q}&start={q}&count={q}", {}),
+            (f"/catalog/v2/illustration/{q}?size={q}", {}),
+            (f"/catalog/v2/illustration/{q}", {}),
+            (f"/content/{FRA}/data/blob.bin", {"Range": f"bytes={raw}"}),
+            (f"/content/{FRA}/data/blob.bin", {"Range": "bytes=" + ",".join(f"{i}-{i}" for i in range(500))}),
+            (f"/content/{FRA}/index.html", {"If-None-Match": q, "If-Range": q}),
+            (f"/content/{FRA}/data/blob.bin", {"Range": f"bytes=0-{q}"}),
+            (f"/content/{FRA}/data/blob.bin", {"Range": "bytes=" + "9" * 200 + "-"}),
+            (f"/skin/{q}", {}),
+            (f"/{q}", {}),
+            (f"/search?{q}={q}&pattern=quorvex", {}),
+            (f"/suggest?content={FRA}&content={FRA}&content={q}&term={q}", {}),
+            (f"/search?pattern={q}&" + "&".join(f"books.name={FRA}" for _ in range(30)), {}),
+            (f"/content/{FRA}/../../../../{q}", {}),
+            (f"/content/{FRA}/%2e%2e/%2e%2e/{q}", {}),
+            (f"/raw/{FRA}/content/%2e%2e%2f%2e%2e%2f{q}", {}),
+            (f"/search?pattern=quorvex&books.name={FRA}&start={q}", {}),
+            (f"/content/{FRA}/A/page1.html?{q}", {}),
+            (f"/suggest?term={q}", {}),
+        ]
+    return out
+
+
+def _check_no_echo(text: str, url: str) -> None:
+    assert "<zz9" not in text and "<ZZ9" not in text, url
+
+
+def test_hostile_requests(client):
+    urls = _hostile_urls()
+    assert len(urls) >= 1000
+    statuses: dict[int, int] = {}
+    for url, headers in urls:
+        for method in ("GET",):
+            hdrs = {k: v.encode("utf-8", "surrogatepass") for k, v in headers.items()}  # raw bytes, as sent
+            r = client.request(method, url, headers=hdrs, follow_redirects=False)
+            statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
+            assert r.status_code < 500, (url, headers, r.status_code)
+            _check_no_echo(r.text, url)
+            for k, v in r.headers.items():
+                assert "<zz9" not in v and "\n" not in v and "\r" not in v, (url, k, v)
+            if r.status_code >= 400 and r.headers.get("content-type", "").startswith("text/html"):
+                assert "<h1>" in r.text, url
+            # No request reads outside the archives: nothing from /etc/passwd ever comes back.
+            assert "root:x:0:0" not in r.text, url
+    assert statuses.get(200, 0) > 100 and sum(v for k, v in statuses.items() if 400 <= k < 500) > 300
+
+
+def test_hostile_escaping_in_pages(client):
+    # The pattern is echoed by the search pages: escaped in both formats.
+    r = client.get("/search", params={"books.name": FRA, "pattern": MARK + " quorvex"})
+    assert r.status_code == 200 and html.escape(MARK) in r.text
+    r = client.get("/search", params={"books.name": FRA, "pattern": MARK + " quorvex", "format": "xml"})
+    assert ET.fromstring(r.content).find("channel/title").text == f"Search: {MARK} quorvex"
+    r = client.get("/suggest", params={"content": FRA, "term": MARK})
+    assert json.loads(r.text)[-1]["value"] == MARK + " "
+
+
+# -- mounting -------------------------------------------------------------
+
+
+def test_mount_example(fra_path):
+    sys.path.insert(0, str(REPO_ROOT / "examples"))
+    try:
+        import serve_mount
+    finally:
+        sys.path.pop(0)
+    app = serve_mount.build([str(fra_path)], threads=2)
+    with TestClient(app) as c:
+        assert c.get("/health").json() == {"ok": True, "books": [FRA]}
+        r = c.get(f"/zim/content/{FRA}/", follow_redirects=False)
+        assert r.headers["location"] == f"/zim/content/{FRA}/index.html"
+        r = c.get("/zim/search", params={"books.name": FRA, "pattern": "numero3"})
+        assert _result_paths(r.text.replace('href="/zim/', 'href="/'), FRA) == ["A/page3.html"]
+        assert f'href="/zim/content/{FRA}/"' in c.get("/zim/").text
+
+
+# -- the live server --------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _get(url: str, timeout: float = 20) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def _raw(port: int, data: bytes, timeout: float = 20) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        chunks = []
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            chunks.append(b)
+    return b"".join(chunks)
+
+
+def test_live_server(zim_a_path, fra_path):
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "libzim", "serve", str(zim_a_path), str(fra_path),
+                             "--address", "127.0.0.1", "--port", str(port), "--threads", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **child_python())
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                status, body = _get(base + "/", timeout=5)
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+                assert time.monotonic() < deadline, "server did not start"
+                time.sleep(0.2)
+        assert status == 200 and b"Search fixture A" in body
+
+        # Slow clients: more half-sent requests than workers; the server still answers.
+        slow = []
+        for _ in range(8):
+            s = socket.create_connection(("127.0.0.1", port), timeout=20)
+            s.sendall(b"GET /search?pattern=wumpkit HTTP/1.1\r\nHost: x\r\n")  # headers never finished
+            slow.append(s)
+        try:
+            status, body = _get(f"{base}/search?books.name={A}&pattern=wumpkit&format=xml")
+            assert status == 200
+            items = ET.fromstring(body).findall("channel/item")
+            assert {i.find("link").text.split(f"/content/{A}/")[1] for i in items} == pages_with(PAGES_A, "wumpkit")
+        finally:
+            for s in slow:
+                s.close()
+
+        # Bad UTF-8 and traversal in the raw request line.
+        for line in (b"GET /content/" + FRA.encode() + b"/\xff\xfe HTTP/1.0\r\n\r\n",
+                     b"GET /search?pattern=\xc3\x28&books.name=" + FRA.encode() + b" HTTP/1.0\r\n\r\n",
+                     b"GET /../../etc/passwd HTTP/1.0\r\n\r\n",
+                     b"GET /content/" + FRA.encode() + b"/../../../etc/passwd HTTP/1.0\r\n\r\n",
+                     b"GET / HTTP/1.0\r\nX: " + b"a" * 100_000 + b"\r\n\r\n"):
+            reply = _raw(port, line)
+            m = re.match(rb"HTTP/1\.[01] (\d{3})", reply)
+            assert m is not None and int(m.group(1)) < 500, (line[:60], reply[:200])
+            assert b"root:x:0:0" not in reply
+
+        # Many threads at once give what one thread gets.
+        urls = [f"{base}/search?books.name={A}&pattern={w}&format=xml" for w in ("wumpkit", "frobnitz", "gleepnar")]
+        urls += [f"{base}/content/{FRA}/A/page{i}.html" for i in range(5)]
+        urls += [f"{base}/suggest?content={FRA}&term=page&count=5"]
+        want = {u: _get(u) for u in urls}
+        bad: list[str] = []
+
+        def worker() -> None:
+            for _ in range(5):
+                for u in urls:
+                    if _get(u) != want[u]:
+                        bad.append(u)
+
+        threads = [threading.Thread(target=worker) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert not bad
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            out, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
+    text = err.decode(errors="replace")
+    # uvicorn finishes the requests under way, runs the app's shutdown, then
+    # exits by the signal it got (as its process managers expect): -SIGTERM.
+    assert proc.returncode in (0, -signal.SIGTERM), text[-2000:]
+    assert "Application shutdown complete" in text, text[-2000:]
+    log = out.decode(errors="replace") + text
+    assert re.search(r'"GET /search\?books\.name=a&pattern=wumpkit&format=xml HTTP/1\.1" 200', log), log[-2000:]
+
+
+def test_serve_usage_errors(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "libzim", "serve", str(tmp_path)], capture_output=True, text=True,
+                       timeout=60, **child_python())
+    assert r.returncode == 1 and "no ZIM archive found" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "libzim", "serve", str(tmp_path / "x.zim"), "--threads", "0"],
+                       capture_output=True, text=True, timeout=60, **child_python())
+    assert r.returncode == 2 and "--threads" in r.stderr
+
+
+def test_core_imports_without_the_extra():
+    code = ("import sys; sys.modules['starlette'] = None; sys.modules['uvicorn'] = None\n"
+            "import libzim, libzim.reader, libzim.search, libzim.cli\n"
+            "from libzim.cli import main\n"
+            "rc = main(['serve', 'x.zim'])\n"
+            "assert rc == 1, rc\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, **child_python())
+    assert r.returncode == 0, r.stderr
+    assert "serve extra" in r.stderr
+    _ = os
