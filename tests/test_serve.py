@@ -27,7 +27,7 @@ from urllib.parse import quote
 
 import pytest
 
-starlette = pytest.importorskip("starlette", reason="the serve extra (requirements-test.txt) is not installed")
+# The serve extra is in requirements-test.txt: a missing starlette fails here, never skips.
 warnings.filterwarnings("ignore", message="Using `httpx`")
 from starlette.testclient import TestClient  # noqa: E402
 
@@ -576,6 +576,17 @@ def test_live_server(zim_a_path, fra_path):
     assert "Application shutdown complete" in text, text[-2000:]
     log = out.decode(errors="replace") + text
     assert re.search(r'"GET /search\?books\.name=a&pattern=wumpkit&format=xml HTTP/1\.1" 200', log), log[-2000:]
+
+
+def test_serve_in_the_cli_help():
+    r = subprocess.run([sys.executable, "-m", "libzim", "--help"], capture_output=True, text=True, timeout=60,
+                       **child_python())
+    assert r.returncode == 0 and re.search(r"^\s+serve\s", r.stdout, re.M), r.stdout
+    r = subprocess.run([sys.executable, "-m", "libzim", "serve", "--help"], capture_output=True, text=True,
+                       timeout=60, **child_python())
+    assert r.returncode == 0 and r.stdout.startswith("usage: zim serve")
+    for opt in ("--address", "--port", "--threads"):
+        assert opt in r.stdout
 
 
 def test_serve_usage_errors(tmp_path):
