@@ -598,6 +598,18 @@ def test_serve_usage_errors(tmp_path):
     assert r.returncode == 2 and "--threads" in r.stderr
 
 
+def test_port_taken_is_one_error_line(fra_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = subprocess.run([sys.executable, "-m", "libzim", "serve", str(fra_path), "--port", str(port)],
+                           capture_output=True, text=True, timeout=60, **child_python())
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines()[-1] == f"zim: error: cannot serve on 127.0.0.1:{port} (uvicorn's reason above)"
+    assert "address already in use" in r.stderr
+
+
 def test_core_imports_without_the_extra():
     code = ("import sys; sys.modules['starlette'] = None; sys.modules['uvicorn'] = None\n"
             "import libzim, libzim.reader, libzim.search, libzim.cli\n"

@@ -47,8 +47,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         h11_max_incomplete_event_size=16 * 1024, server_header=False,
     )
     server = uvicorn.Server(config)
-    server.run()
-    library.close()
+    try:
+        server.run()
+    except SystemExit:  # uvicorn exits this way when it cannot start (port taken, ...)
+        pass
+    finally:
+        library.close()
+    if not server.started:
+        raise CLIError(f"cannot serve on {args.address}:{args.port} (uvicorn's reason above)", kind="OSError")
     return 0
 
 

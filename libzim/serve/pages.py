@@ -94,9 +94,10 @@ def library_page(books: Sequence[Book], root: str = "") -> str:
     cards = []
     for b in books:
         img = ""
-        if b.illustration_sizes:
-            img = (f"<img src=\"{esc(quote(root, safe='/'))}/catalog/v2/illustration/{esc(b.uuid)}?size=48\" width=\"48\" height=\"48\" "
-                   f"alt=\"\">")
+        if b.illustration_sizes:  # 48x48 (kiwix's size) when there, else the smallest
+            size = 48 if 48 in b.illustration_sizes else b.illustration_sizes[0]
+            img = (f"<img src=\"{esc(quote(root, safe='/'))}/catalog/v2/illustration/{esc(b.uuid)}?size={size}\" "
+                   "width=\"48\" height=\"48\" alt=\"\">")
         link = content_url(b.name, root=root)
         cards.append(
             f"<div class=\"book\" data-name=\"{esc(b.name)}\">{img}"
