@@ -405,7 +405,9 @@ def _join(prefix: str, path: str) -> str:
 
 
 def _bytes_response(body: bytes, status: int, mimetype: str, headers: dict[str, str], head: bool) -> Response:
-    r = Response(body, status_code=status, media_type=mimetype, headers=headers)
+    # The archive's MIME type as it is: Starlette's media_type would add "; charset=utf-8"
+    # to text/*, overriding the charset an old archive's pages declare in their <meta>.
+    r = Response(body, status_code=status, headers={**headers, "Content-Type": mimetype})
     if head:
         r.body = b""  # Content-Length stays the size of the body a GET gets
     return r
