@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import random
 import re
 import signal
 import socket
@@ -49,6 +50,9 @@ FRA_PAGES = {
 }
 
 
+BIG = random.Random(18).randbytes(3 << 20)  # above the server's 1 MiB streaming threshold
+
+
 def _fra_html(title: str, body: str) -> str:
     return f"<html><head><title>{html.escape(title)}</title></head><body><p>{body}</p></body></html>"
 
@@ -65,6 +69,7 @@ def fra_path(tmp_path_factory) -> Path:
             c.add_item(TextItem(path, title, _fra_html(title, body)))
         c.add_item(TextItem("data/blob.bin", "", bytes(range(256)) * 4, "application/octet-stream",
                             hints={writer.Hint.FRONT_ARTICLE: False}))
+        c.add_item(TextItem("data/big.bin", "", BIG, "video/webm", hints={writer.Hint.FRONT_ARTICLE: False}))
         c.add_redirection("old.html", "Old", "A/page1.html", {})
         c.add_redirection("loop1", "", "index.html", {})
         for k, v in (("Title", HOSTILE_TITLE), ("Language", "fra"), ("Description", "Un <b>livre</b> & plus"),
@@ -170,6 +175,20 @@ def test_byte_ranges(client):
         assert (r.status_code, r.content) == (200, full), ignored
     r = client.get(url, headers={"Range": "bytes=0-3", "If-Range": '"stale"'})
     assert r.status_code == 200
+
+
+def test_large_content_streamed(client):
+    url = f"/content/{FRA}/data/big.bin"
+    r = client.get(url)
+    assert r.status_code == 200 and r.content == BIG
+    assert r.headers["content-length"] == str(len(BIG)) and r.headers["content-type"] == "video/webm"
+    r = client.get(url, headers={"Range": "bytes=1000000-2500000"})
+    assert r.status_code == 206 and r.content == BIG[1000000:2500001]
+    assert r.headers["content-range"] == f"bytes 1000000-2500000/{len(BIG)}"
+    r = client.get(url, headers={"Range": "bytes=-10"})
+    assert r.content == BIG[-10:]
+    h = client.head(url)
+    assert h.status_code == 200 and h.content == b"" and h.headers["content-length"] == str(len(BIG))
 
 
 def test_parse_range_unit():

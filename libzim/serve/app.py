@@ -26,7 +26,7 @@ from urllib.parse import quote
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -41,6 +41,8 @@ __all__ = ["create_app", "Limits"]
 T = TypeVar("T")
 
 NO_CACHE = "no-cache, no-store, must-revalidate"
+STREAM_ABOVE = 1 << 20  # content larger than this is sent in chunks from the binding's memoryview
+STREAM_CHUNK = 256 << 10
 CONTENT_CACHE = "max-age=2723040, public"  # what kiwix-serve 3.3 sends for archive content
 _MIME_OK = re.compile(r"^[A-Za-z0-9!#$&^_.+-]{1,64}/[A-Za-z0-9!#$&^_.+-]{1,64}( *;[ -~]{0,128})?$")
 
@@ -149,8 +151,9 @@ class Server:
 
     # -- content ------------------------------------------------------------
 
-    def _lookup(self, book: Book, path: str) -> str | tuple[bytes, str, str]:
-        """The redirect target's path, or (content, mimetype, etag); raises HTTPError 404."""
+    def _lookup(self, book: Book, path: str) -> str | tuple[bytes | memoryview, str, str]:
+        """The redirect target's path, or (content, mimetype, etag); raises HTTPError 404.
+        Large content stays the binding's memoryview (no copy): it is streamed in chunks."""
         a = book.archive
         try:
             entry = a.get_entry_by_path(path)
@@ -162,7 +165,8 @@ class Server:
             except LookupError:
                 raise HTTPError(404, f"{path} in {book.name} is a redirect loop") from None
         item = entry.get_item()
-        content = bytes(item.content)
+        view = item.content
+        content: bytes | memoryview = bytes(view) if len(view) <= STREAM_ABOVE else view
         etag = '"' + hashlib.blake2b(f"{book.uuid}/{path}".encode("utf-8", "surrogatepass"),
                                      digest_size=12).hexdigest() + '"'
         return content, item.mimetype, etag
@@ -211,7 +215,7 @@ class Server:
             "utf-8", "surrogatepass"), digest_size=12).hexdigest() + '"'
         return self.send_bytes(request, content, mimetype, etag)
 
-    def send_bytes(self, request: Request, content: bytes, mimetype: str, etag: str) -> Response:
+    def send_bytes(self, request: Request, content: bytes | memoryview, mimetype: str, etag: str) -> Response:
         if not _MIME_OK.match(mimetype):
             mimetype = "application/octet-stream"
         headers = {"ETag": etag, "Cache-Control": CONTENT_CACHE, "Accept-Ranges": "bytes"}
@@ -404,13 +408,24 @@ def _join(prefix: str, path: str) -> str:
     return prefix + quote(path, safe="/")
 
 
-def _bytes_response(body: bytes, status: int, mimetype: str, headers: dict[str, str], head: bool) -> Response:
+def _bytes_response(body: bytes | memoryview, status: int, mimetype: str, headers: dict[str, str],
+                    head: bool) -> Response:
     # The archive's MIME type as it is: Starlette's media_type would add "; charset=utf-8"
     # to text/*, overriding the charset an old archive's pages declare in their <meta>.
-    r = Response(body, status_code=status, headers={**headers, "Content-Type": mimetype})
-    if head:
-        r.body = b""  # Content-Length stays the size of the body a GET gets
-    return r
+    headers = {**headers, "Content-Type": mimetype, "Content-Length": str(len(body))}
+    if head:  # Content-Length: the size of the body a GET gets
+        return Response(b"", status_code=status, headers=headers)
+    if len(body) > STREAM_ABOVE:
+        view = body
+
+        async def chunks() -> AsyncIterator[bytes]:
+            # One chunk copied at a time, as the client takes them: a slow client
+            # holds a reference to the content, not a worker or a full copy.
+            for i in range(0, len(view), STREAM_CHUNK):
+                yield bytes(view[i:i + STREAM_CHUNK])
+
+        return StreamingResponse(chunks(), status_code=status, headers=headers)
+    return Response(bytes(body), status_code=status, headers=headers)
 
 
 def _text(request: Request, body: str, mimetype: str) -> Response:
