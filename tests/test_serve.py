@@ -317,6 +317,17 @@ def test_search_bad_requests(client):
         assert "<h1>Invalid request</h1>" in r.text
 
 
+def test_search_needs_a_fulltext_index(zim_noindex_path, fra_path):
+    app = create_app([zim_noindex_path], threads=1)
+    with TestClient(app) as c:
+        name = book_name_from_path(zim_noindex_path)
+        for params in ({"books.name": name, "pattern": "wumpkit"}, {"pattern": "wumpkit"}):
+            r = c.get("/search", params=params)
+            assert r.status_code == 400 and "full-text" in r.text, params
+        # Suggestions use the title index, which it has.
+        assert len(json.loads(c.get("/suggest", params={"content": name, "term": "the"}).text)) > 1
+
+
 def test_search_start_past_the_end(client):
     r = client.get("/search", params={"books.name": A, "pattern": "wumpkit", "start": 500})
     assert r.status_code == 200 and _result_paths(r.text, A) == []
