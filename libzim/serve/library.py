@@ -148,8 +148,9 @@ class Library:
     """The books by name, and bounded caches of searchers and running searches.
 
     A search being paged is kept (LRU, ``search_cache`` entries) so that the next
-    page asks the same ``Search`` for more results instead of running the query
-    again; searchers over several books are kept the same way.
+    page asks the same ``Search`` for more results instead of making a new one
+    (parsed once; Xapian matches each requested page); searchers over several
+    books are kept the same way.
     """
 
     def __init__(self, paths: Iterable[str | os.PathLike[str]], *, search_cache: int = 64,
