@@ -98,6 +98,7 @@ def test_book_names_as_kiwix_serve():
     assert book_name_from_path("c++.zimaa") == "cplusplus"
     assert book_name_from_path("Élève.zim") == "Eleve"
     assert book_name_from_path("livre franç+ais_2024-01.zim") == FRA
+    assert book_name_from_path(os.fsdecode(b"caf\xe9.zim")) == "caf\ufffd"  # not UTF-8
 
 
 def test_folder_of_archives(zim_a_path, fra_path):

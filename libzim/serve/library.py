@@ -31,7 +31,8 @@ def book_name_from_path(path: str | os.PathLike[str]) -> str:
     """The name kiwix-serve (libkiwix 11, Book::getHumanReadableIdFromPath) gives
     a book: the file name without directory and ``.zim*`` suffix, accents
     removed, spaces as ``_``, ``+`` as ``plus``."""
-    name = Path(path).name
+    # A file name that is not UTF-8 (surrogate escapes) gets U+FFFD: names go into URLs.
+    name = Path(path).name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     name = "".join(c for c in unicodedata.normalize("NFD", name) if not unicodedata.combining(c))
     name = re.sub(r"\.zim[a-z]*$", "", name)
     return name.replace(" ", "_").replace("+", "plus")
