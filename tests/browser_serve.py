@@ -22,7 +22,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 from selenium import webdriver
@@ -158,5 +157,3 @@ def test_pagination_links(server, browser):
             lambda d, c=current: d.find_element(By.CSS_SELECTOR, ".pagination b").text != c)
     assert seen == expected
 
-
-_ = Path

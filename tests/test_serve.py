@@ -650,4 +650,3 @@ def test_core_imports_without_the_extra():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, **child_python())
     assert r.returncode == 0, r.stderr
     assert "serve extra" in r.stderr
-    _ = os

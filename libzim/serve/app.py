@@ -30,7 +30,6 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response, Stream
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-import libzim
 from libzim import ZimError
 
 from . import pages
@@ -508,5 +507,3 @@ def create_app(paths: Iterable[str | os.PathLike[str]] | Library, *, threads: in
     app.add_middleware(_Guard, limits=lim)
     return app
 
-
-_ = libzim  # the package's import checks run before the server starts
