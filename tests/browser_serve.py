@@ -16,12 +16,14 @@ articles, and paging follows the mount point.
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 from selenium import webdriver
@@ -80,6 +82,27 @@ def browser():
     drv.quit()
 
 
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    """Where the screenshots go: LIBZIM_C_BROWSER_SHOTS, or the run's tmp folder."""
+    where = os.environ.get("LIBZIM_C_BROWSER_SHOTS")
+    folder = Path(where) if where else tmp_path_factory.getbasetemp() / "screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def shot(drv, folder: Path, name: str) -> None:
+    path = folder / f"{name}.png"
+    assert drv.save_screenshot(str(path)), f"no screenshot saved at {path}"
+
+
+@pytest.fixture(autouse=True)
+def final_shot(request, browser, shots):
+    """What the page looked like when each test ended (passed or not)."""
+    yield
+    shot(browser, shots, f"{request.node.name}-end")
+
+
 def _no_alert(drv) -> None:
     try:
         text = drv.switch_to.alert.text
@@ -103,7 +126,7 @@ def test_library_page(server, browser):
     assert "bienvenue" in browser.page_source
 
 
-def test_type_ahead_suggestions(server, browser):
+def test_type_ahead_suggestions(server, browser, shots):
     browser.get(server + "/")
     from selenium.webdriver.support.ui import Select
 
@@ -112,6 +135,7 @@ def test_type_ahead_suggestions(server, browser):
     box.send_keys("page")
     WebDriverWait(browser, WAIT).until(
         lambda d: len(d.find_elements(By.CSS_SELECTOR, "#suggestions a.suggestion")) >= 2)
+    shot(browser, shots, "suggestions")
     links = browser.find_elements(By.CSS_SELECTOR, "#suggestions a.suggestion")
     titles = {title for title, _ in FRA_PAGES.values()}
     shown = [a.text for a in links]
@@ -123,7 +147,7 @@ def test_type_ahead_suggestions(server, browser):
     assert FRA_PAGES[path][1].split()[1] in browser.page_source
 
 
-def test_search_form_and_results(server, browser):
+def test_search_form_and_results(server, browser, shots):
     browser.get(server + "/")
     from selenium.webdriver.support.ui import Select
 
@@ -132,6 +156,7 @@ def test_search_form_and_results(server, browser):
     box.send_keys("wumpkit")
     browser.find_element(By.CSS_SELECTOR, "#kiwixsearchform button[type=submit]").click()
     WebDriverWait(browser, WAIT).until(EC.presence_of_element_located((By.CSS_SELECTOR, ".results")))
+    shot(browser, shots, "search-results")
     links = browser.find_elements(By.CSS_SELECTOR, ".results li > a")
     prefix = f"{server}/content/{A}/"
     got = {a.get_attribute("href").removeprefix(prefix) for a in links}

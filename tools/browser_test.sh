@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# zim serve in a real browser: tests/browser_serve.py drives Debian's headless
+# Chromium with Selenium against `python -m libzim serve` on 127.0.0.1.
+# Installs what it needs (apt: chromium, chromium-driver; pip: requirements-browser.txt)
+# and tests this checkout's in-place build (tools/bootstrap.sh makes it).
+#   bash tools/browser_test.sh [PYTEST ARGS]
+# Screenshots go to $LIBZIM_C_BROWSER_SHOTS (default: a new folder under /tmp, printed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+STEP_PREFIX=browser_test
+. tools/steps.sh
+PY=${PYTHON:-python3}
+sudo_() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+step_start "chromium and chromium-driver"
+missing=()
+for p in chromium chromium-driver; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    sudo_ apt-get update -qq
+    sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    step_done "installed ${missing[*]}"
+else
+    step_done "chromium and chromium-driver: installed already"
+fi
+if "$PY" tools/requirements_met.py requirements-browser.txt 2>/dev/null; then
+    echo "browser_test: selenium: installed already" >&2
+else
+    step "pip install -r requirements-browser.txt" \
+        "$PY" -m pip install -q --disable-pip-version-check -r requirements-browser.txt
+fi
+export LIBZIM_C_BROWSER_SHOTS=${LIBZIM_C_BROWSER_SHOTS:-$(mktemp -d /tmp/libzim-c-browser.XXXXXX)}
+echo "browser_test: screenshots in $LIBZIM_C_BROWSER_SHOTS" >&2
+step "pytest tests/browser_serve.py" "$PY" -m pytest -q -p no:cacheprovider tests/browser_serve.py "$@"
