@@ -169,6 +169,110 @@ static PyObject *item_content(PyObject *self, void *c) {
     return view;
 }
 
+/* ---- article text ---- */
+
+enum { TEXT_HTML = 1, TEXT_PLAIN = 2 };
+
+/* Which text a MIME type holds, from its type/subtype before any ';'
+ * parameters, case-insensitively; 0: none Item.get_text() reads. */
+static int text_kind(zs_str m) {
+    static const struct { const char *name; int kind; } known[] = {
+        {"text/html", TEXT_HTML}, {"application/xhtml+xml", TEXT_HTML},
+        {"text/plain", TEXT_PLAIN}, {"text/markdown", TEXT_PLAIN},
+        {"text/x-markdown", TEXT_PLAIN},
+    };
+    size_t n = 0;
+    while (n < m.len && m.ptr[n] != ';' && m.ptr[n] != ' ')
+        n++;
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+        if (strlen(known[i].name) == n && PyOS_strnicmp(m.ptr, known[i].name, n) == 0)
+            return known[i].kind;
+    return 0;
+}
+
+/* max_chars: None (no limit) or an int >= 0, as SIZE_MAX or the count. */
+int zc_max_chars(PyObject *arg, size_t *out) {
+    if (arg == NULL || arg == Py_None) {
+        *out = SIZE_MAX;
+        return 0;
+    }
+    if (!PyLong_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "max_chars must be None or an int, not %.100s",
+                     Py_TYPE(arg)->tp_name);
+        return -1;
+    }
+    Py_ssize_t v = PyLong_AsSsize_t(arg);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (v < 0) {
+        PyErr_SetString(PyExc_ValueError, "max_chars must not be negative");
+        return -1;
+    }
+    *out = (size_t)v;
+    return 0;
+}
+
+/* Plain text items come back as they are (UTF-8; invalid bytes replaced). */
+static PyObject *item_plain_text(ItemObject *it, size_t max_chars) {
+    zs_error err;
+    zs_str data = {NULL, 0};
+    zs_blob *h;
+    NOGIL(h = zs_item_data(it->h, &data, &err));
+    if (!h)
+        return zc_raise(zc_state_of((PyObject *)it), &err, it->archive->name);
+    PyObject *s = PyUnicode_DecodeUTF8(data.ptr, (Py_ssize_t)data.len, "replace");
+    zs_blob_free(h);
+    if (s && max_chars != SIZE_MAX && (size_t)PyUnicode_GET_LENGTH(s) > max_chars)
+        Py_SETREF(s, PyUnicode_Substring(s, 0, (Py_ssize_t)max_chars));
+    return s;
+}
+
+static PyObject *item_text_of(PyObject *self, int main_only, size_t max_chars) {
+    ItemObject *it = (ItemObject *)self;
+    zc_state *st = zc_state_of(self);
+    if (it->info.mimetype_error)
+        return zc_raise(st, it->info.mimetype_error, it->archive->name);
+    int kind = text_kind(it->info.mimetype);
+    if (kind == TEXT_PLAIN)
+        return item_plain_text(it, max_chars);
+    if (kind != TEXT_HTML) {
+        PyObject *m = zc_str(it->info.mimetype), *path = m ? zc_str(it->info.path) : NULL;
+        if (path)
+            PyErr_Format(PyExc_TypeError,
+                         "item %R has MIME type %R: text is read from HTML, plain text or "
+                         "markdown only", path, m);
+        Py_XDECREF(m);
+        Py_XDECREF(path);
+        return NULL;
+    }
+    zs_error err;
+    char *buf = NULL;
+    size_t len = 0;
+    int rc;
+    NOGIL(rc = zs_item_text(it->h, main_only, max_chars, &buf, &len, &err));
+    if (rc < 0)
+        return zc_raise(st, &err, it->archive->name);
+    PyObject *r = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)len, "strict");
+    zs_buffer_free(buf);
+    return r;
+}
+
+static PyObject *item_get_text(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *names[] = {"main_only", "max_chars", NULL};
+    int main_only = 1;
+    PyObject *max_obj = Py_None;
+    size_t max_chars;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$pO:get_text", names, &main_only, &max_obj) ||
+        zc_max_chars(max_obj, &max_chars) < 0)
+        return NULL;
+    return item_text_of(self, main_only, max_chars);
+}
+
+static PyObject *item_text(PyObject *self, void *c) {
+    (void)c;
+    return item_text_of(self, 1, SIZE_MAX);
+}
+
 /* Entry(url=..., title=...) and Item(url=..., title=...), as python-libzim shows them. */
 static PyObject *url_title_repr(PyObject *self, zs_str url, zs_str title) {
     PyObject *u = zc_str(url), *t = u ? zc_str(title) : NULL;
@@ -191,6 +295,14 @@ static PyObject *item_archive(PyObject *self, void *c) {
 
 static PyMethodDef item_methods[] = {
     ZC_REDUCE_METHOD,
+    {"get_text", (PyCFunction)(void (*)(void))item_get_text, METH_VARARGS | METH_KEYWORDS,
+     "get_text($self, /, *, main_only=True, max_chars=None)\n--\n\n"
+     "The visible text of an HTML item as one str: scripts, styles, head and hidden "
+     "elements dropped, entities decoded, one line break between blocks, a tab between "
+     "table cells, whitespace collapsed except in <pre>. main_only=True also drops "
+     "navigation (nav, header, footer, aside, navigation classes); max_chars cuts the "
+     "text. text/plain and markdown items come back as they are; other MIME types raise "
+     "TypeError. Computed without the GIL."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -203,6 +315,7 @@ static PyGetSetDef item_getset[] = {
     {"size", item_size, NULL, "Content size in bytes (reads the cluster header).", NULL},
     {"content", item_content, NULL,
      "Content as a read-only, zero-copy memoryview; it stays valid on its own.", NULL},
+    {"text", item_text, NULL, "get_text() with its defaults: the article's main text.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -42,6 +42,8 @@ typedef struct {
 zs_archive *zc_archive_enter(zc_state *st, PyObject *archive);
 void zc_archive_leave(PyObject *archive);
 PyObject *zc_archive_name(PyObject *archive);
+/* Item.get_text()'s max_chars: None (SIZE_MAX) or an int >= 0; -1 with an exception. */
+int zc_max_chars(PyObject *arg, size_t *out);
 
 /* Adds Archive, Entry, Item, EntryIterator (and the content Blob) to the module. */
 int zc_archive_init_types(PyObject *m, zc_state *st);

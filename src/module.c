@@ -141,6 +141,34 @@ static PyObject *snippet_hook(PyObject *m, PyObject *const *args, Py_ssize_t nar
     return r;
 }
 
+/* _html_text(html: bytes, main_only: bool, max_chars: int | None) -> str */
+static PyObject *html_text_hook(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+    zc_state *st = PyModule_GetState(m);
+    Py_buffer html;
+    size_t max_chars;
+    int main_only;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "_html_text(html, main_only, max_chars) takes 3 arguments");
+        return NULL;
+    }
+    if ((main_only = PyObject_IsTrue(args[1])) < 0 || zc_max_chars(args[2], &max_chars) < 0 ||
+        PyObject_GetBuffer(args[0], &html, PyBUF_SIMPLE) < 0)
+        return NULL;
+    char *out = NULL;
+    size_t len = 0;
+    zs_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = zs_html_text(html.buf, (size_t)html.len, main_only, max_chars, &out, &len, &err);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&html);
+    if (rc < 0)
+        return zc_raise(st, &err, NULL);
+    PyObject *r = PyUnicode_DecodeUTF8(out, (Py_ssize_t)len, "strict");
+    zs_buffer_free(out);
+    return r;
+}
+
 static long set_guard_pause(long us) { return atomic_exchange(&zc_guard_pause_us, us); }
 
 static PyObject *test_guard_pause(PyObject *m, PyObject *arg) {
@@ -170,6 +198,9 @@ static PyMethodDef module_methods[] = {
      "_snippet(html, query, language, /)\n--\n\n"
      "Testing only: libzim-c's snippet of an HTML document (bytes) for a query, stemmed for "
      "an index language such as 'eng' ('' for none)."},
+    {"_html_text", (PyCFunction)(void (*)(void))html_text_hook, METH_FASTCALL,
+     "_html_text(html, main_only, max_chars, /)\n--\n\n"
+     "Testing only: Item.get_text() of an HTML document (bytes)."},
     {"_test_guard_pause", test_guard_pause, METH_O,
      "Testing only: taking a use of an archive sleeps this many microseconds between reading its "
      "state and counting the use. Returns the previous value."},

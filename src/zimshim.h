@@ -178,6 +178,15 @@ int zs_item_size(zs_item *it, uint64_t *size, zs_error *err);
  * own, independent of the archive's lifetime. */
 zs_blob *zs_item_data(zs_item *it, zs_str *data, zs_error *err);
 void zs_blob_free(zs_blob *b);
+/* The visible text of an HTML item (libzim-c's text extractor, over the
+ * snippet engine's scanner): UTF-8, at most max_chars code points (SIZE_MAX:
+ * no limit), navigation dropped when main_only.  *out is malloc'd
+ * (zs_buffer_free).  Reads through the cluster cache: call without the GIL. */
+int zs_item_text(zs_item *it, int main_only, size_t max_chars, char **out, size_t *outlen,
+                 zs_error *err);
+/* The same for HTML bytes in memory (tests). */
+int zs_html_text(const char *html, size_t len, int main_only, size_t max_chars, char **out,
+                 size_t *outlen, zs_error *err);
 
 /* ---- iteration ------------------------------------------------------------ */
 

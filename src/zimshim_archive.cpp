@@ -1,5 +1,6 @@
 // Archives, entries, items, blobs and iterators: see zimshim.h.
 #include "zimshim_impl.hpp"
+#include "zimshim_snippet.hpp"
 
 #include <xapian.h>
 
@@ -460,6 +461,23 @@ extern "C" zs_blob *zs_item_data(zs_item *it, zs_str *data, zs_error *err) {
 }
 
 extern "C" void zs_blob_free(zs_blob *b) { delete b; }
+
+extern "C" int zs_item_text(zs_item *it, int main_only, size_t max_chars, char **out,
+                            size_t *outlen, zs_error *err) {
+    return guarded_on(it->file, err, -1, [&] {
+        // item_bytes, not the snippet engine's reader: the same protection
+        // against a file truncated under a mapped, uncompressed item.
+        zim::Blob b = item_bytes(*it);
+        std::string r = zsnip::html_text(b.data(), b.size(), main_only != 0, max_chars);
+        char *buf = static_cast<char *>(std::malloc(r.size() + 1));
+        if (!buf)
+            throw std::bad_alloc();
+        std::memcpy(buf, r.data(), r.size() + 1);
+        *out = buf;
+        *outlen = r.size();
+        return 0;
+    });
+}
 
 // ---- iteration ------------------------------------------------------------------
 

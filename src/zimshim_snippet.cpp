@@ -582,6 +582,10 @@ class Builder {
 
     // An element boundary that separates words.
     void brk() { space_ = true; }
+    // A table cell's boundary and <pre>'s bounds: only text extraction
+    // (TextSink) treats them apart.
+    void cell() { space_ = true; }
+    void pre(bool) {}
 
     std::string finish() {
         end_chunk();
@@ -911,6 +915,12 @@ const char *const kInline[] = {"a", "abbr", "b", "bdi", "bdo", "cite", "code", "
                                "dfn", "em", "font", "i", "ins", "kbd", "mark", "q", "s",
                                "samp", "small", "span", "strike", "strong", "sub", "sup",
                                "time", "tt", "u", "var", "wbr", "big", "nobr", nullptr};
+// Cells of a table row: separated by a tab in extracted text.
+const char *const kCells[] = {"td", "th", nullptr};
+const char *const kPreEls[] = {"pre", "listing", nullptr};
+// The skipped elements that are navigation rather than invisible: kept with
+// main_only=false.
+const char *const kNavEls[] = {"nav", "header", "footer", "aside", "menu", nullptr};
 const char *const kNavRoles[] = {"navigation", "banner", "contentinfo", "search", "menu",
                                  "menubar", "toolbar", "complementary", nullptr};
 // Class and id names of navigation blocks in the generators ZIM files come
@@ -930,7 +940,8 @@ struct Span {
     size_t n = 0;
 };
 
-enum : uint8_t { kRaw = 1, kSkip = 2, kVoidEl = 4, kInlineEl = 8 };
+enum : uint8_t { kRaw = 1, kSkip = 2, kVoidEl = 4, kInlineEl = 8, kCell = 16, kPre = 32,
+                 kNavEl = 64 };
 
 // Tag names of up to 8 bytes packed into an integer: one comparison each
 // instead of a hash or a memcmp per listed name.
@@ -963,7 +974,8 @@ struct Kinds {
     }
     Kinds() {
         const std::pair<const char *const *, uint8_t> lists[] = {
-            {kRawText, kRaw}, {kSkipped, kSkip}, {kVoid, kVoidEl}, {kInline, kInlineEl}};
+            {kRawText, kRaw}, {kSkipped, kSkip}, {kVoid, kVoidEl}, {kInline, kInlineEl},
+            {kCells, kCell},   {kPreEls, kPre},  {kNavEls, kNavEl}};
         for (const auto &l : lists)
             for (const char *const *n = l.first; *n; n++) {
                 size_t len = std::strlen(*n);
@@ -1067,9 +1079,14 @@ bool hides(Span style) {
            s.find("visibility:hidden") != std::string::npos;
 }
 
+// The HTML scanner, shared by snippets (Builder) and article text (TextSink).
+// main_only=false keeps navigation (kNavEls and the navigation classes,
+// roles and ids) but still drops what a browser does not show.
+template <class Sink>
 class Scanner {
   public:
-    Scanner(const char *html, size_t len, Builder &out) : p_(html), end_(html + len), out_(out) {}
+    Scanner(const char *html, size_t len, Sink &out, bool main_only = true)
+        : p_(html), end_(html + len), out_(out), main_only_(main_only) {}
 
     void run() {
         while (p_ < end_ && !out_.done()) {
@@ -1228,10 +1245,11 @@ class Scanner {
         }
     }
 
-    static bool boilerplate(const Attrs &at) {
-        return at.hidden || ieq(at.aria_hidden, "true", 4) || any_token(at.role, kNavRoles) ||
-               any_token(at.cls, kNavClasses) || any_token(at.id, kNavIds) ||
-               (at.style.n && hides(at.style));
+    bool boilerplate(const Attrs &at) const {
+        if (at.hidden || (at.style.n && hides(at.style)))
+            return true;
+        return main_only_ && (ieq(at.aria_hidden, "true", 4) || any_token(at.role, kNavRoles) ||
+                              any_token(at.cls, kNavClasses) || any_token(at.id, kNavIds));
     }
 
     void open(const char *name, size_t n, const Attrs &at) {
@@ -1256,15 +1274,20 @@ class Scanner {
         // Navigation is marked on blocks (and Sphinx's pilcrow links), not on
         // the spans of highlighted code, which are most tags of a page.
         bool maybe_nav = !(kind & kInlineEl) || (n == 1 && name[0] == 'a');
-        if (!is_void && ((kind & kSkip) || (maybe_nav && boilerplate(at)))) {
+        bool skip = (kind & kSkip) && (main_only_ || !(kind & kNavEl));
+        if (!is_void && (skip || (maybe_nav && boilerplate(at)))) {
             std::memcpy(skip_, name, n);
             skip_n_ = n;
             skip_depth_ = 1;
             out_.brk();
             return;
         }
-        if (!(kind & kInlineEl))
+        if (kind & kCell)
+            out_.cell();
+        else if (!(kind & kInlineEl))
             out_.brk();
+        if ((kind & kPre) && !is_void)
+            out_.pre(true);
     }
 
     void close(const char *name, size_t n) {
@@ -1273,7 +1296,12 @@ class Scanner {
                 out_.brk();
             return;
         }
-        if (n && !(tag_kind(name, n) & kInlineEl))
+        uint8_t kind = n ? tag_kind(name, n) : (uint8_t)kInlineEl;
+        if (kind & kPre)
+            out_.pre(false);
+        if (kind & kCell)
+            out_.cell();
+        else if (!(kind & kInlineEl))
             out_.brk();
     }
 
@@ -1316,10 +1344,137 @@ class Scanner {
     }
 
     const char *p_, *end_;
-    Builder &out_;
+    Sink &out_;
+    bool main_only_;
     char skip_[24];
     size_t skip_n_ = 0;
     size_t skip_depth_ = 0;
+};
+
+// ---- article text -------------------------------------------------------------------
+
+// Visible text as one string: whitespace runs collapse to one space, block
+// boundaries become one line break, table cells a tab; inside <pre> the
+// text's own spaces and line breaks stay.  Stops after max_chars code points.
+class TextSink {
+  public:
+    explicit TextSink(size_t max_chars) : max_(max_chars) {}
+
+    bool done() const { return chars_ > max_; }
+
+    void text(const char *p, size_t n) {
+        const unsigned char *s = (const unsigned char *)p, *e = s + n;
+        while (s < e && !done()) {
+            unsigned char c = *s;
+            if (c >= 0x80) {
+                put(decode(s, e));
+            } else if (c <= ' ' || c == 0x7F) {
+                put(c);
+                s++;
+            } else {
+                const unsigned char *r = s + 1;
+                while (r < e && *r > ' ' && *r < 0x7F)
+                    r++;
+                flush();
+                out_.append((const char *)s, (size_t)(r - s));
+                chars_ += (size_t)(r - s);
+                s = r;
+            }
+        }
+    }
+
+    void put(uint32_t cp) {
+        if (pre_ && (cp == '\n' || cp == ' ' || cp == '\t')) {
+            if (cp == '\n' && skip_lf_) {  // as HTML drops <pre>'s first line break
+                skip_lf_ = false;
+                return;
+            }
+            flush();
+            emit(cp);
+            return;
+        }
+        if (cp == '\r' && pre_)
+            return;  // \r\n in <pre>: the \n is the line break
+        if (is_space(cp)) {
+            want(kSpaceGap);
+            return;
+        }
+        if (is_control(cp) || cp == 0xAD)  // soft hyphens are invisible
+            return;
+        flush();
+        emit(cp);
+    }
+
+    void brk() { want(kLine); }
+    void cell() { want(kTab); }
+    void pre(bool open) {
+        if (open) {
+            pre_++;
+            skip_lf_ = true;
+        } else if (pre_) {
+            pre_--;
+        }
+    }
+
+    std::string finish() {
+        if (chars_ > max_) {  // cut at max_ code points
+            size_t i = 0, k = 0;
+            while (i < out_.size() && k < max_) {
+                i++;
+                while (i < out_.size() && ((unsigned char)out_[i] & 0xC0) == 0x80)
+                    i++;
+                k++;
+            }
+            out_.resize(i);
+        }
+        while (!out_.empty() && (out_.back() == ' ' || out_.back() == '\n' || out_.back() == '\t'))
+            out_.pop_back();
+        return std::move(out_);
+    }
+
+  private:
+    enum Gap { kNone = 0, kSpaceGap = 1, kTab = 2, kLine = 3 };
+
+    void want(Gap g) {
+        if (g > gap_)
+            gap_ = g;
+        if (g >= kTab)
+            skip_lf_ = false;
+    }
+
+    // Writes the pending gap before visible text; none at the start, and no
+    // second line break after one <pre> wrote.
+    void flush() {
+        skip_lf_ = false;
+        Gap g = gap_;
+        gap_ = kNone;
+        if (g == kNone || out_.empty())
+            return;
+        char last = out_.back();
+        if (g == kLine) {
+            if (last != '\n') {
+                while (!out_.empty() && (out_.back() == ' ' || out_.back() == '\t'))
+                    out_.pop_back(), chars_--;
+                emit('\n');
+            }
+        } else if (last != '\n' && last != ' ' && last != '\t') {
+            emit(g == kTab ? '\t' : ' ');
+        }
+    }
+
+    void emit(uint32_t cp) {
+        if (cp < 0x80)
+            out_.push_back((char)cp);
+        else
+            Xapian::Unicode::append_utf8(out_, cp);
+        chars_++;
+    }
+
+    size_t max_, chars_ = 0;
+    std::string out_;
+    Gap gap_ = kNone;
+    unsigned pre_ = 0;
+    bool skip_lf_ = false;
 };
 
 }  // namespace
@@ -1335,7 +1490,7 @@ const std::vector<std::string> &Snippeter::terms() const { return impl_->terms; 
 
 std::string Snippeter::make(const char *html, size_t len) {
     Builder b(*impl_, kLength);
-    Scanner s(html, len, b);
+    Scanner<Builder> s(html, len, b);
     s.run();
     return b.finish();
 }
@@ -1352,6 +1507,21 @@ std::string Snippeter::of_entry(const zim::Entry &entry, const zs_impl::OpenFile
         return "";
     }
     return make(blob.data(), blob.size());
+}
+
+std::string html_text(const char *html, size_t len, bool main_only, size_t max_chars) {
+    TextSink sink(max_chars);
+    Scanner<TextSink> s(html, len, sink, main_only);
+    s.run();
+    return sink.finish();
+}
+
+std::string item_text(const zim::Item &item, const zs_impl::OpenFile *file, bool main_only,
+                      size_t max_chars) {
+    zim::Blob blob;
+    if (!file || !zs_impl::compressed_item_data(*file, item, &blob))
+        blob = item.getData();
+    return html_text(blob.data(), blob.size(), main_only, max_chars);
 }
 
 namespace {
@@ -1430,6 +1600,28 @@ IndexLanguage index_language(const zim::Archive &a) {
 }
 
 }  // namespace zsnip
+
+namespace {
+
+int give(const std::string &r, char **out, size_t *outlen) {
+    char *buf = static_cast<char *>(std::malloc(r.size() + 1));
+    if (!buf)
+        throw std::bad_alloc();
+    std::memcpy(buf, r.data(), r.size());
+    buf[r.size()] = '\0';
+    *out = buf;
+    *outlen = r.size();
+    return 0;
+}
+
+}  // namespace
+
+extern "C" int zs_html_text(const char *html, size_t len, int main_only, size_t max_chars,
+                            char **out, size_t *outlen, zs_error *err) {
+    return zs_impl::guarded(err, -1, [&] {
+        return give(zsnip::html_text(html, len, main_only != 0, max_chars), out, outlen);
+    });
+}
 
 extern "C" int zs_snippet_test(const char *html, size_t len, const char *query, size_t qlen,
                                const char *language, char **out, size_t *outlen,

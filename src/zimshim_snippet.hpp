@@ -11,6 +11,7 @@
 namespace zim {
 class Archive;
 class Entry;
+class Item;
 }
 namespace zs_impl {
 struct OpenFile;
@@ -55,6 +56,14 @@ class Snippeter {
   private:
     std::unique_ptr<Impl> impl_;
 };
+
+// The visible text of an HTML document (see TextSink): at most max_chars
+// code points; main_only drops navigation.  Valid UTF-8.
+std::string html_text(const char *html, size_t len, bool main_only, size_t max_chars);
+// The same for an item's content, read through the archive's cluster cache
+// (file: the archive's, or null).  Throws what reading the item throws.
+std::string item_text(const zim::Item &item, const zs_impl::OpenFile *file, bool main_only,
+                      size_t max_chars);
 
 }  // namespace zsnip
 
