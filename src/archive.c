@@ -171,25 +171,6 @@ static PyObject *item_content(PyObject *self, void *c) {
 
 /* ---- article text ---- */
 
-enum { TEXT_HTML = 1, TEXT_PLAIN = 2 };
-
-/* Which text a MIME type holds, from its type/subtype before any ';'
- * parameters, case-insensitively; 0: none Item.get_text() reads. */
-static int text_kind(zs_str m) {
-    static const struct { const char *name; int kind; } known[] = {
-        {"text/html", TEXT_HTML}, {"application/xhtml+xml", TEXT_HTML},
-        {"text/plain", TEXT_PLAIN}, {"text/markdown", TEXT_PLAIN},
-        {"text/x-markdown", TEXT_PLAIN},
-    };
-    size_t n = 0;
-    while (n < m.len && m.ptr[n] != ';' && m.ptr[n] != ' ')
-        n++;
-    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-        if (strlen(known[i].name) == n && PyOS_strnicmp(m.ptr, known[i].name, n) == 0)
-            return known[i].kind;
-    return 0;
-}
-
 /* max_chars: None (no limit) or an int >= 0, as SIZE_MAX or the count. */
 int zc_max_chars(PyObject *arg, size_t *out) {
     if (arg == NULL || arg == Py_None) {
@@ -232,10 +213,10 @@ static PyObject *item_text_of(PyObject *self, int main_only, size_t max_chars) {
     zc_state *st = zc_state_of(self);
     if (it->info.mimetype_error)
         return zc_raise(st, it->info.mimetype_error, it->archive->name);
-    int kind = text_kind(it->info.mimetype);
-    if (kind == TEXT_PLAIN)
+    int kind = zs_text_kind(it->info.mimetype.ptr, it->info.mimetype.len);
+    if (kind == ZS_TEXT_PLAIN)
         return item_plain_text(it, max_chars);
-    if (kind != TEXT_HTML) {
+    if (kind != ZS_TEXT_HTML) {
         PyObject *m = zc_str(it->info.mimetype), *path = m ? zc_str(it->info.path) : NULL;
         if (path)
             PyErr_Format(PyExc_TypeError,

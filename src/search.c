@@ -178,6 +178,7 @@ int zc_result_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(r->path);
     Py_VISIT(r->title);
     Py_VISIT(r->snippet);
+    Py_VISIT(r->text);
     Py_VISIT(r->archive);
     return 0;
 }
@@ -187,6 +188,7 @@ int zc_result_clear(PyObject *self) {
     Py_CLEAR(r->path);
     Py_CLEAR(r->title);
     Py_CLEAR(r->snippet);
+    Py_CLEAR(r->text);
     Py_CLEAR(r->archive);
     return 0;
 }
@@ -214,8 +216,9 @@ PyObject *zc_result_richcompare(PyObject *self, PyObject *other, int op) {
         Py_RETURN_NOTIMPLEMENTED;
     ResultObject *a = (ResultObject *)self, *b = (ResultObject *)other;
     int eq = a->score == b->score && a->word_count == b->word_count && a->archive == b->archive;
-    PyObject *pairs[3][2] = {{a->path, b->path}, {a->title, b->title}, {a->snippet, b->snippet}};
-    for (int i = 0; eq && i < 3; i++) {
+    PyObject *pairs[4][2] = {{a->path, b->path}, {a->title, b->title}, {a->snippet, b->snippet},
+                             {a->text ? a->text : Py_None, b->text ? b->text : Py_None}};
+    for (int i = 0; eq && i < 4; i++) {
         int r = PyObject_RichCompareBool(pairs[i][0], pairs[i][1], Py_EQ);
         if (r < 0)
             return NULL;
@@ -235,6 +238,9 @@ static PyMemberDef result_members[] = {
      "costs as much as the rest of a snippet-less hit)."},
     {"archive", T_OBJECT, offsetof(ResultObject, archive), READONLY,
      "The Archive the result comes from."},
+    {"text", T_OBJECT, offsetof(ResultObject, text), READONLY,
+     "The article's text (Item.get_text()) with get_results(include_text=True); None "
+     "otherwise, and for a hit whose MIME type holds no text or that cannot be read."},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -242,8 +248,12 @@ static PyMemberDef result_members[] = {
 static PyObject *result_state(PyObject *self, void *c) {
     (void)c;
     ResultObject *r = (ResultObject *)self;
-    return Py_BuildValue("(OOOiiO)", r->path, r->title, r->snippet, r->score, r->word_count,
-                         r->archive ? r->archive : Py_None);
+    PyObject *archive = r->archive ? r->archive : Py_None;
+    if (Py_TYPE(self) != zc_state_of(self)->Result)  /* suggestions have no text */
+        return Py_BuildValue("(OOOiiO)", r->path, r->title, r->snippet, r->score, r->word_count,
+                             archive);
+    return Py_BuildValue("(OOOiiOO)", r->path, r->title, r->snippet, r->score, r->word_count,
+                         archive, r->text ? r->text : Py_None);
 }
 
 PyGetSetDef zc_result_getset[] = {
@@ -254,11 +264,14 @@ PyGetSetDef zc_result_getset[] = {
 /* Unpickling: cls._restore(path, title, snippet, score, word_count, archive). */
 static PyObject *result_restore(PyObject *cls, PyObject *args) {
     zc_state *st = zc_state_of_type((PyTypeObject *)cls);
-    PyObject *path, *title, *snippet, *archive;
+    PyObject *path, *title, *snippet, *archive, *text = Py_None;
     int score, word_count;
-    if (!PyArg_ParseTuple(args, "UUUiiO:_restore", &path, &title, &snippet, &score, &word_count,
-                          &archive))
+    if (!PyArg_ParseTuple(args, "UUUiiO|O:_restore", &path, &title, &snippet, &score,
+                          &word_count, &archive, &text))
         return NULL;
+    if (text != Py_None && !PyUnicode_Check(text))
+        return PyErr_Format(PyExc_TypeError, "expected str or None, not %.100s",
+                            Py_TYPE(text)->tp_name);
     if (archive != Py_None && !PyObject_TypeCheck(archive, st->Archive))
         return PyErr_Format(PyExc_TypeError, "expected Archive or None, not %.100s",
                             Py_TYPE(archive)->tp_name);
@@ -268,6 +281,7 @@ static PyObject *result_restore(PyObject *cls, PyObject *args) {
     r->path = Py_NewRef(path);
     r->title = Py_NewRef(title);
     r->snippet = Py_NewRef(snippet);
+    r->text = text == Py_None ? NULL : Py_NewRef(text);
     r->archive = Py_NewRef(archive);
     r->score = score;
     r->word_count = word_count;
@@ -781,7 +795,8 @@ static int archive_index_of(SearcherObject *owner, int i) {
 }
 
 PyObject *zc_search_page(SearchObject *self, PyTypeObject *set_type, PyTypeObject *result_type,
-                         PyObject *const *args, unsigned flags, int as_paths) {
+                         PyObject *const *args, unsigned flags, size_t text_max_chars,
+                         int as_paths) {
     int start, count;
     if (page_args(args, &start, &count) < 0)
         return NULL;
@@ -792,7 +807,7 @@ PyObject *zc_search_page(SearchObject *self, PyTypeObject *set_type, PyTypeObjec
     Py_INCREF(self);
     zs_error err;
     zs_page *page;
-    NOGIL(page = zs_search_page(owner->h, &self->q, start, count, flags, &err));
+    NOGIL(page = zs_search_page(owner->h, &self->q, start, count, flags, text_max_chars, &err));
     PyObject *out = NULL;
     if (!page) {
         PyObject *names = names_of(owner->archives);
@@ -821,10 +836,11 @@ PyObject *zc_search_page(SearchObject *self, PyTypeObject *set_type, PyTypeObjec
                 r->path = zc_str(res->path);
                 r->title = zc_str(res->title);
                 r->snippet = zc_str(res->snippet);
+                r->text = res->has_text ? zc_str(res->text) : NULL;
                 r->score = res->score;
                 r->word_count = res->word_count;
                 PyObject_GC_Track(r);
-                if (!r->path || !r->title || !r->snippet)
+                if (!r->path || !r->title || !r->snippet || (res->has_text && !r->text))
                     Py_CLEAR(obj);
             }
         }
@@ -855,7 +871,8 @@ done:
     return out;
 }
 
-static const char *const page_names[] = {"start", "count", "include_snippets", "snippet_engine"};
+static const char *const page_names[] = {"start",          "count",         "include_snippets",
+                                         "snippet_engine", "include_text", "text_max_chars"};
 
 /* snippet_engine: "libzim-c" (default) or "libzim"; sets *flags. */
 static int snippet_engine(PyObject *arg, unsigned *flags) {
@@ -873,15 +890,18 @@ static int snippet_engine(PyObject *arg, unsigned *flags) {
 
 static PyObject *search_get_results(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                     PyObject *kwnames) {
-    PyObject *a[4];
-    int snippets = 1;
+    PyObject *a[6];
+    int snippets = 1, text = 0;
+    size_t max_chars = SIZE_MAX;
     unsigned flags = ZS_WANT_TITLE;
-    if (zc_args("get_results", args, nargs, kwnames, page_names, 4, 2, 2, a) < 0 ||
-        (a[2] && (snippets = PyObject_IsTrue(a[2])) < 0) || snippet_engine(a[3], &flags) < 0)
+    if (zc_args("get_results", args, nargs, kwnames, page_names, 6, 2, 2, a) < 0 ||
+        (a[2] && (snippets = PyObject_IsTrue(a[2])) < 0) || snippet_engine(a[3], &flags) < 0 ||
+        (a[4] && (text = PyObject_IsTrue(a[4])) < 0) || zc_max_chars(a[5], &max_chars) < 0)
         return NULL;
     zc_state *st = zc_state_of(self);
-    flags |= snippets ? ZS_WANT_SNIPPET : 0;
-    return zc_search_page((SearchObject *)self, st->ResultSet, st->Result, a, flags, 0);
+    flags |= (snippets ? ZS_WANT_SNIPPET : 0) | (text ? ZS_WANT_TEXT : 0);
+    return zc_search_page((SearchObject *)self, st->ResultSet, st->Result, a, flags, max_chars,
+                          0);
 }
 
 PyObject *zc_search_get_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
@@ -890,7 +910,7 @@ PyObject *zc_search_get_paths(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (zc_args("getResults", args, nargs, kwnames, page_names, 2, 2, 2, a) < 0)
         return NULL;
     zc_state *st = zc_state_of(self);
-    return zc_search_page((SearchObject *)self, st->ResultSet, st->Result, a, 0, 1);
+    return zc_search_page((SearchObject *)self, st->ResultSet, st->Result, a, 0, SIZE_MAX, 1);
 }
 
 PyObject *zc_search_repr(PyObject *self) {
@@ -927,12 +947,15 @@ static PyMethodDef search_methods[] = {
      "getEstimatedMatches($self, /)\n--\n\n3.x alias of get_estimated_matches."},
     {"get_results", (PyCFunction)(void (*)(void))search_get_results,
      METH_FASTCALL | METH_KEYWORDS,
-     "get_results($self, /, start, count, *, include_snippets=True, snippet_engine='libzim-c')"
+     "get_results($self, /, start, count, *, include_snippets=True, snippet_engine='libzim-c', "
+     "include_text=False, text_max_chars=None)"
      "\n--\n\n"
      "A SearchResultSet of hits start..start+count.\n\n"
      "With include_snippets=False no article is read and only the path, title and score "
      "of each hit are: snippet is '' and word_count -1. snippet_engine='libzim' makes "
-     "snippets with libzim's getSnippet() instead of libzim-c's engine."},
+     "snippets with libzim's getSnippet() instead of libzim-c's engine. include_text=True also "
+     "fills each result's text (Item.get_text(), at most text_max_chars characters) in the "
+     "same call, without the GIL."},
     {"getResults", (PyCFunction)(void (*)(void))zc_search_get_paths, METH_FASTCALL | METH_KEYWORDS,
      "getResults($self, /, start, count)\n--\n\n"
      "3.x API: an iterator over the paths of results start..start+count."},

@@ -30,6 +30,7 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     PyObject *path, *title, *snippet, *archive;
+    PyObject *text;  /* NULL (None) unless get_results(include_text=True) gave it */
     int score, word_count;
 } ResultObject;
 
@@ -99,10 +100,12 @@ int zc_searchobj_clear(PyObject *self);
 void zc_searchobj_dealloc(PyObject *self);
 PyObject *zc_search_estimate_meth(PyObject *self, PyObject *noargs);
 PyObject *zc_search_repr(PyObject *self);
-/* One page: a result set of result_type (flags: ZS_WANT_*), or with as_paths
- * an iterator over path strings (the 3.x API). */
+/* One page: a result set of result_type (flags: ZS_WANT_*; text_max_chars
+ * with ZS_WANT_TEXT, SIZE_MAX for no limit), or with as_paths an iterator
+ * over path strings (the 3.x API). */
 PyObject *zc_search_page(SearchObject *self, PyTypeObject *set_type, PyTypeObject *result_type,
-                         PyObject *const *start_count, unsigned flags, int as_paths);
+                         PyObject *const *start_count, unsigned flags, size_t text_max_chars,
+                         int as_paths);
 /* getResults(start, count): the 3.x API, paths only; both families. */
 PyObject *zc_search_get_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames);

@@ -36,7 +36,7 @@ static PyObject *sugg_get_results(PyObject *self, PyObject *const *args, Py_ssiz
         return NULL;
     zc_state *st = zc_state_of(self);
     return zc_search_page((SearchObject *)self, st->SuggestionResultSet, st->SuggestionResult, a,
-                          ZS_WANT_TITLE | ZS_WANT_SNIPPET, 0);
+                          ZS_WANT_TITLE | ZS_WANT_SNIPPET, SIZE_MAX, 0);
 }
 
 static PyMethodDef sugg_searcher_methods[] = {

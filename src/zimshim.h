@@ -184,6 +184,10 @@ void zs_blob_free(zs_blob *b);
  * (zs_buffer_free).  Reads through the cluster cache: call without the GIL. */
 int zs_item_text(zs_item *it, int main_only, size_t max_chars, char **out, size_t *outlen,
                  zs_error *err);
+/* What text a MIME type holds: ZS_TEXT_HTML, ZS_TEXT_PLAIN (text/plain and
+ * markdown, read as they are) or 0 (none). */
+enum { ZS_TEXT_HTML = 1, ZS_TEXT_PLAIN = 2 };
+int zs_text_kind(const char *mimetype, size_t len);
 /* The same for HTML bytes in memory (tests). */
 int zs_html_text(const char *html, size_t len, int main_only, size_t max_chars, char **out,
                  size_t *outlen, zs_error *err);
@@ -235,6 +239,8 @@ typedef struct {
 
 typedef struct {
     zs_str path, title, snippet;
+    zs_str text;   /* with ZS_WANT_TEXT; has_text 0 when the hit has none */
+    int has_text;
     int score, word_count;
     int archive;   /* position in the searcher's archive list; -1 unknown */
 } zs_result;
@@ -247,12 +253,16 @@ typedef struct {
 
 /* ZS_LIBZIM_SNIPPET: with ZS_WANT_SNIPPET, libzim's own getSnippet() instead
  * of libzim-c's snippet engine (zimshim_snippet.cpp). */
-enum { ZS_WANT_TITLE = 1, ZS_WANT_SNIPPET = 2, ZS_LIBZIM_SNIPPET = 4 };
+/* ZS_WANT_TEXT: each hit's article text, as zs_item_text() makes it with
+ * main_only and text_max_chars (HTML; plain text and markdown as they are;
+ * none for other MIME types or an article that cannot be read). */
+enum { ZS_WANT_TITLE = 1, ZS_WANT_SNIPPET = 2, ZS_LIBZIM_SNIPPET = 4, ZS_WANT_TEXT = 8,
+       ZS_TEXT_ALL = 16 };
 
 /* Runs the query and gathers a whole page (paths always; titles, scores and
  * snippets as flags ask) in one call. */
 zs_page *zs_search_page(zs_searcher *s, const zs_query *q, int start, int count,
-                        unsigned flags, zs_error *err);
+                        unsigned flags, size_t text_max_chars, zs_error *err);
 int zs_search_estimate(zs_searcher *s, const zs_query *q, int64_t *out, zs_error *err);
 void zs_page_free(zs_page *p);
 

@@ -244,9 +244,33 @@ class Lease {
 };
 
 struct Row {
-    std::string path, title, snippet;
+    std::string path, title, snippet, text;
+    bool has_text = false;
     int score = 0, word_count = 0, archive = -1;
 };
+
+// A hit's article text (ZS_WANT_TEXT); false when it has none or cannot be
+// read, as a snippet is "" then.
+bool hit_text(const zim::Entry &entry, const zs_impl::OpenFile *file, bool main_only,
+              size_t max_chars, std::string *out) {
+    try {
+        const zim::Item item = entry.getItem(true);
+        const std::string mime = item.getMimetype();
+        const int kind = zsnip::text_kind(mime.data(), mime.size());
+        if (!kind)
+            return false;
+        zim::Blob blob;
+        if (!file || !compressed_item_data(*file, item, &blob))
+            blob = item.getData();
+        *out = kind == ZS_TEXT_HTML ? zsnip::html_text(blob.data(), blob.size(), main_only, max_chars)
+                                    : zsnip::plain_text(blob.data(), blob.size(), max_chars);
+        return true;
+    } catch (const std::bad_alloc &) {
+        throw;
+    } catch (const std::exception &) {
+        return false;
+    }
+}
 
 struct PageImpl {
     zs_page page;  // page.priv points back here: one allocation for both
@@ -263,6 +287,8 @@ zs_page *finish_page(std::unique_ptr<PageImpl> impl) {
         o.path = {r.path.data(), r.path.size()};
         o.title = {r.title.data(), r.title.size()};
         o.snippet = {r.snippet.data(), r.snippet.size()};
+        o.text = {r.text.data(), r.text.size()};
+        o.has_text = r.has_text;
         o.score = r.score;
         o.word_count = r.word_count;
         o.archive = r.archive;
@@ -349,7 +375,7 @@ extern "C" size_t zs_searcher_pool_size(zs_searcher *s) {
 }
 
 extern "C" zs_page *zs_search_page(zs_searcher *s, const zs_query *q, int start, int count,
-                                   unsigned flags, zs_error *err) {
+                                   unsigned flags, size_t text_max_chars, zs_error *err) {
     return guarded(err, (zs_page *)nullptr, [&]() -> zs_page * {
         if (start < 0 || count < 0)
             throw std::invalid_argument("start and count must not be negative");
@@ -383,6 +409,9 @@ extern "C" zs_page *zs_search_page(zs_searcher *s, const zs_query *q, int start,
                 } else {
                     r.word_count = -1;
                 }
+                if (flags & ZS_WANT_TEXT)
+                    r.has_text = hit_text(*it, lease.file_of(r.archive), !(flags & ZS_TEXT_ALL),
+                                          text_max_chars, &r.text);
                 impl->rows.push_back(std::move(r));
             }
         } else {

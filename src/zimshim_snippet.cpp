@@ -1245,9 +1245,9 @@ class Scanner {
         }
     }
 
+    static bool invisible(const Attrs &at) { return at.hidden || (at.style.n && hides(at.style)); }
+
     bool boilerplate(const Attrs &at) const {
-        if (at.hidden || (at.style.n && hides(at.style)))
-            return true;
         return main_only_ && (ieq(at.aria_hidden, "true", 4) || any_token(at.role, kNavRoles) ||
                               any_token(at.cls, kNavClasses) || any_token(at.id, kNavIds));
     }
@@ -1275,11 +1275,14 @@ class Scanner {
         // the spans of highlighted code, which are most tags of a page.
         bool maybe_nav = !(kind & kInlineEl) || (n == 1 && name[0] == 'a');
         bool skip = (kind & kSkip) && (main_only_ || !(kind & kNavEl));
-        if (!is_void && (skip || (maybe_nav && boilerplate(at)))) {
+        if (!is_void && (skip || invisible(at) || (maybe_nav && boilerplate(at)))) {
             std::memcpy(skip_, name, n);
             skip_n_ = n;
             skip_depth_ = 1;
-            out_.brk();
+            // A hidden inline element leaves the words around it joined.
+            skip_inline_ = (kind & kInlineEl) && !(kind & kSkip);
+            if (!skip_inline_)
+                out_.brk();
             return;
         }
         if (kind & kCell)
@@ -1292,7 +1295,8 @@ class Scanner {
 
     void close(const char *name, size_t n) {
         if (skip_depth_) {
-            if (n == skip_n_ && std::memcmp(name, skip_, n) == 0 && --skip_depth_ == 0)
+            if (n == skip_n_ && std::memcmp(name, skip_, n) == 0 && --skip_depth_ == 0 &&
+                !skip_inline_)
                 out_.brk();
             return;
         }
@@ -1349,6 +1353,7 @@ class Scanner {
     char skip_[24];
     size_t skip_n_ = 0;
     size_t skip_depth_ = 0;
+    bool skip_inline_ = false;
 };
 
 // ---- article text -------------------------------------------------------------------
@@ -1524,6 +1529,32 @@ std::string item_text(const zim::Item &item, const zs_impl::OpenFile *file, bool
     return html_text(blob.data(), blob.size(), main_only, max_chars);
 }
 
+int text_kind(const char *m, size_t len) {
+    static const std::pair<const char *, int> known[] = {
+        {"text/html", ZS_TEXT_HTML},      {"application/xhtml+xml", ZS_TEXT_HTML},
+        {"text/plain", ZS_TEXT_PLAIN},    {"text/markdown", ZS_TEXT_PLAIN},
+        {"text/x-markdown", ZS_TEXT_PLAIN}};
+    size_t n = 0;  // type/subtype, before any parameters
+    while (n < len && m[n] != ';' && m[n] != ' ')
+        n++;
+    for (const auto &k : known)
+        if (std::strlen(k.first) == n && ieq(Span{m, n}, k.first, n))
+            return k.second;
+    return 0;
+}
+
+std::string plain_text(const char *p, size_t len, size_t max_chars) {
+    std::string out;
+    const unsigned char *s = (const unsigned char *)p, *e = s + len;
+    for (size_t k = 0; s < e && k < max_chars; k++) {
+        if (*s < 0x80)
+            out.push_back((char)*s++);
+        else
+            Xapian::Unicode::append_utf8(out, decode(s, e));
+    }
+    return out;
+}
+
 namespace {
 
 // The full-text index's item, found as libzim 8.1.1 finds it.
@@ -1621,6 +1652,10 @@ extern "C" int zs_html_text(const char *html, size_t len, int main_only, size_t 
     return zs_impl::guarded(err, -1, [&] {
         return give(zsnip::html_text(html, len, main_only != 0, max_chars), out, outlen);
     });
+}
+
+extern "C" int zs_text_kind(const char *mimetype, size_t len) {
+    return zsnip::text_kind(mimetype, len);
 }
 
 extern "C" int zs_snippet_test(const char *html, size_t len, const char *query, size_t qlen,

@@ -65,6 +65,11 @@ std::string html_text(const char *html, size_t len, bool main_only, size_t max_c
 std::string item_text(const zim::Item &item, const zs_impl::OpenFile *file, bool main_only,
                       size_t max_chars);
 
+// ZS_TEXT_HTML, ZS_TEXT_PLAIN or 0 for a MIME type (zs_text_kind).
+int text_kind(const char *mimetype, size_t len);
+// Plain text as it is: invalid UTF-8 replaced, cut at max_chars code points.
+std::string plain_text(const char *p, size_t len, size_t max_chars);
+
 }  // namespace zsnip
 
 #endif
