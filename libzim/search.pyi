@@ -31,12 +31,22 @@ class SearchResult:
     def word_count(self) -> int: ...
     @property
     def archive(self) -> Archive: ...
+    @property
+    def text(self) -> str | None: ...
     def get_entry(self) -> Entry: ...
     @property
-    def _state(self) -> tuple[str, str, str, int, int, Archive | None]: ...
+    def _state(self) -> tuple[str, str, str, int, int, Archive | None, str | None]: ...
     @classmethod
     def _restore(
-        cls, path: str, title: str, snippet: str, score: int, word_count: int, archive: Archive | None, /
+        cls,
+        path: str,
+        title: str,
+        snippet: str,
+        score: int,
+        word_count: int,
+        archive: Archive | None,
+        text: str | None = None,
+        /,
     ) -> SearchResult: ...
 
 @final
@@ -54,7 +64,14 @@ class SearchResultSet:
 class Search:
     def get_estimated_matches(self) -> int: ...
     def get_results(
-        self, start: int, count: int, *, include_snippets: bool = True, snippet_engine: str = "libzim-c"
+        self,
+        start: int,
+        count: int,
+        *,
+        include_snippets: bool = True,
+        snippet_engine: str = "libzim-c",
+        include_text: bool = False,
+        text_max_chars: int | None = None,
     ) -> SearchResultSet: ...
     def getEstimatedMatches(self) -> int: ...
     def getResults(self, start: int, count: int) -> Iterator[str]: ...

@@ -43,7 +43,7 @@ done
 CI_TESTS=(tests/test_reader.py tests/test_local_archives.py tests/test_faults.py tests/test_fuzz_regressions.py
           tests/test_corrupt.py tests/test_suggestion.py tests/test_races.py tests/test_stress.py
           tests/test_writer.py tests/test_writer_failures.py tests/test_clusters.py
-          tests/test_cluster_damage.py)
+          tests/test_cluster_damage.py tests/test_text.py)
 # And a slice of the cluster fuzzer (tools/fuzz_clusters.py): crashes, hangs
 # and sanitizer reports only (the oracle would load ASan too; ASan's shadow
 # memory rules out an address-space limit).
