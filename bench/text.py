@@ -1,0 +1,319 @@
+#!/usr/bin/env python3
+"""Article text: libzim-c's Item.text against python-libzim + Python HTML parsers.
+
+    python3 bench/text.py [--pages N] [--passes P] [ARCHIVE.zim ...]
+
+Default archive: the python3.11-doc archive tools/corpus.py caches in
+~/.cache/libzim-c.  The peers run in a venv of their own (bench/.cache/
+venv-text, created here from PyPI: libzim==3.13.1, beautifulsoup4, lxml,
+selectolax, resiliparse, trafilatura; see bench/requirements.txt); ours runs
+from this clone.  Every implementation reads the same pages (every k-th HTML
+article, in path order) and each (implementation, threads) pair runs in a
+subprocess of its own.  Both bindings run at their default cluster cache
+(16 MiB decoded).
+
+Throughput: the best of P passes over all pages, pages split evenly among
+1, 2 and 4 threads; pages/s and MB/s of text produced (UTF-8).  Implementations:
+
+- ours:         item.text (main text: navigation dropped), GIL released
+- bs4-lxml:     BeautifulSoup(content, "lxml"), script/style removed, get_text("\\n")
+- lxml:         lxml.html.fromstring(content).text_content()
+- selectolax:   LexborHTMLParser(content) (selectolax 1.0 dropped Modest), script/style
+                stripped, body.text(separator="\\n")
+- resiliparse:  extract_plain_text(HTMLTree.parse_from_bytes(content), main_content=True)
+
+Quality, on a sample of the pages: for each page, the share of the other
+extractor's distinct words (lowercase \\w+) that ours also has, and the share
+of ours that it has; median and 10th percentile over pages.  Ours with
+main_only=True against trafilatura (main-content extraction) and resiliparse
+(main_content=True); ours with main_only=False against BeautifulSoup's visible
+text (script and style removed).
+
+Writes bench/results/text.md and text.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+CACHE = HERE / ".cache"
+VENV = CACHE / "venv-text"
+RESULTS = HERE / "results"
+PEER_PACKAGES = ["libzim==3.13.1", "beautifulsoup4", "lxml", "selectolax", "resiliparse",
+                 "trafilatura"]
+IMPLS = ["ours", "bs4-lxml", "lxml", "selectolax", "resiliparse"]
+THREADS = [1, 2, 4]
+
+
+def log(*a: object) -> None:
+    print(*a, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- extractors
+
+def extractor(name: str):
+    """A function bytes -> str for a peer, or item -> str for ours."""
+    if name == "ours":
+        return lambda item: item.text
+    if name == "ours-all":
+        return lambda item: item.get_text(main_only=False)
+    if name == "bs4-lxml":
+        from bs4 import BeautifulSoup
+
+        def bs4_text(data: bytes) -> str:
+            soup = BeautifulSoup(data, "lxml")
+            for t in soup(["script", "style"]):
+                t.decompose()
+            return soup.get_text("\n")
+        return bs4_text
+    if name == "lxml":
+        import lxml.html
+        return lambda data: lxml.html.fromstring(data).text_content()
+    if name == "selectolax":
+        from selectolax.lexbor import LexborHTMLParser
+
+        def sx_text(data: bytes) -> str:
+            tree = LexborHTMLParser(data)
+            tree.strip_tags(["script", "style"])
+            body = tree.body
+            return body.text(separator="\n") if body is not None else ""
+        return sx_text
+    if name == "resiliparse":
+        from resiliparse.extract.html2text import extract_plain_text
+        from resiliparse.parse.html import HTMLTree
+        return lambda data: extract_plain_text(HTMLTree.parse_from_bytes(data, "utf-8"),
+                                               main_content=True)
+    if name == "trafilatura":
+        import trafilatura
+        return lambda data: trafilatura.extract(data.decode("utf-8", "replace")) or ""
+    raise ValueError(name)
+
+
+def worker(args: argparse.Namespace) -> None:
+    """One (implementation, threads) measurement; prints a JSON line."""
+    import libzim
+    from libzim.reader import Archive
+
+    pages = json.loads(Path(args.pages_file).read_text())
+    archives = {p: Archive(p) for p in {zim for zim, _ in pages}}
+    fn = extractor(args.impl)
+    ours = args.impl.startswith("ours")
+
+    def one(zim: str, path: str) -> int:
+        item = archives[zim].get_entry_by_path(path).get_item()
+        text = fn(item) if ours else fn(bytes(item.content))
+        return len(text.encode("utf-8"))
+
+    n = args.threads
+    chunks = [pages[i::n] for i in range(n)]
+    best = None
+    out_bytes = 0
+    for _ in range(args.passes):
+        sizes = [0] * n
+
+        def run(k: int) -> None:
+            s = 0
+            for zim, path in chunks[k]:
+                s += one(zim, path)
+            sizes[k] = s
+
+        threads = [threading.Thread(target=run, args=(k,)) for k in range(n)]
+        t0 = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        dt = time.perf_counter() - t0
+        out_bytes = sum(sizes)
+        best = dt if best is None else min(best, dt)
+    print(json.dumps({"impl": args.impl, "threads": n, "seconds": best, "pages": len(pages),
+                      "text_bytes": out_bytes, "libzim": libzim.__file__}))
+
+
+def quality_worker(args: argparse.Namespace) -> None:
+    """Texts of the sample by one extractor: {zim|path: text}, as JSON."""
+    from libzim.reader import Archive
+
+    pages = json.loads(Path(args.pages_file).read_text())
+    archives = {p: Archive(p) for p in {zim for zim, _ in pages}}
+    fn = extractor(args.impl)
+    out = {}
+    for zim, path in pages:
+        item = archives[zim].get_entry_by_path(path).get_item()
+        out[f"{zim}|{path}"] = fn(item) if args.impl.startswith("ours") else fn(bytes(item.content))
+    Path(args.out).write_text(json.dumps(out))
+
+
+# ---------------------------------------------------------------- driver
+
+def peer_python() -> Path:
+    py = VENV / "bin" / "python"
+    if not py.exists():
+        log("creating", VENV)
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+        subprocess.run([str(py), "-m", "pip", "install", "-q", *PEER_PACKAGES], check=True)
+    return py
+
+
+def run_sub(impl: str, extra: list[str], py: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    if impl.startswith("ours"):
+        env["PYTHONPATH"] = str(ROOT)
+        cmd = [sys.executable]
+    else:
+        env.pop("PYTHONPATH", None)
+        cmd = [str(py)]
+    # cwd outside the clone: the peers must import PyPI's libzim.
+    return subprocess.run([*cmd, str(Path(__file__).resolve()), "--impl", impl, *extra],
+                          env=env, cwd="/", capture_output=True, text=True, check=True)
+
+
+def select_pages(zims: list[Path], n: int) -> list[tuple[str, str]]:
+    sys.path.insert(0, str(ROOT))
+    from libzim.reader import Archive
+
+    html = []
+    for zim in zims:
+        a = Archive(zim)
+        for i in range(a.all_entry_count):
+            e = a._get_entry_by_id(i)
+            if e.is_redirect:
+                continue
+            if e.get_item().mimetype.split(";")[0].strip() == "text/html":
+                html.append((str(zim), e.path))
+    step = max(1, len(html) // n)
+    return html[::step][:n]
+
+
+WORD = re.compile(r"\w+")
+
+
+def words(s: str) -> set[str]:
+    return set(WORD.findall(s.lower()))
+
+
+def overlap(ours: dict[str, str], theirs: dict[str, str]) -> dict[str, float]:
+    recall, precision = [], []
+    for k, t in theirs.items():
+        a, b = words(ours[k]), words(t)
+        if b:
+            recall.append(len(a & b) / len(b))
+        if a:
+            precision.append(len(a & b) / len(a))
+
+    def p10(xs: list[float]) -> float:
+        return sorted(xs)[len(xs) // 10] if xs else float("nan")
+    return {"theirs_in_ours_median": statistics.median(recall),
+            "theirs_in_ours_p10": p10(recall),
+            "ours_in_theirs_median": statistics.median(precision),
+            "ours_in_theirs_p10": p10(precision), "pages": len(recall)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("archives", nargs="*", type=Path)
+    ap.add_argument("--pages", type=int, default=600)
+    ap.add_argument("--quality-pages", type=int, default=150)
+    ap.add_argument("--passes", type=int, default=3)
+    ap.add_argument("--impl")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--pages-file")
+    ap.add_argument("--quality-out")
+    args = ap.parse_args()
+    if args.impl and args.quality_out:
+        args.out = args.quality_out
+        quality_worker(args)
+        return
+    if args.impl:
+        worker(args)
+        return
+
+    zims = args.archives or sorted(Path.home().glob(".cache/libzim-c/python3.11-doc*.zim"))
+    if not zims:
+        sys.exit("no archive: pass one, or build python3.11-doc with tools/corpus.py")
+    py = peer_python()
+    CACHE.mkdir(parents=True, exist_ok=True)
+    pages = select_pages(zims, args.pages)
+    pages_file = CACHE / "text-pages.json"
+    pages_file.write_text(json.dumps(pages))
+    log(f"{len(pages)} pages from {', '.join(z.name for z in zims)}")
+
+    rows = []
+    for impl in IMPLS:
+        for n in THREADS:
+            # Ours takes ~0.1 s a pass: more passes for a steadier best.
+            passes = args.passes * (5 if impl == "ours" else 1)
+            try:
+                r = run_sub(impl, ["--threads", str(n), "--passes", str(passes),
+                                   "--pages-file", str(pages_file)], py)
+            except subprocess.CalledProcessError as e:
+                log(f"{impl} failed, left out:", e.stderr.strip().splitlines()[-1:])
+                break
+            row = json.loads(r.stdout.strip().splitlines()[-1])
+            row["pages_per_s"] = row["pages"] / row["seconds"]
+            row["mb_per_s"] = row["text_bytes"] / row["seconds"] / 1e6
+            log(f"{impl:12} {n} thr: {row['pages_per_s']:8.1f} pages/s "
+                f"{row['mb_per_s']:6.2f} MB/s ({row['libzim']})")
+            rows.append(row)
+
+    sample = pages[:: max(1, len(pages) // args.quality_pages)][: args.quality_pages]
+    sample_file = CACHE / "text-sample.json"
+    sample_file.write_text(json.dumps(sample))
+    texts = {}
+    for impl in ["ours", "ours-all", "trafilatura", "resiliparse", "bs4-lxml"]:
+        out = CACHE / f"text-quality-{impl}.json"
+        run_sub(impl, ["--pages-file", str(sample_file), "--quality-out", str(out)], py)
+        texts[impl] = json.loads(out.read_text())
+    quality = {
+        "main vs trafilatura": overlap(texts["ours"], texts["trafilatura"]),
+        "main vs resiliparse main_content": overlap(texts["ours"], texts["resiliparse"]),
+        "all vs BeautifulSoup visible": overlap(texts["ours-all"], texts["bs4-lxml"]),
+    }
+    write_results(zims, pages, rows, quality)
+
+
+def write_results(zims: list[Path], pages: list, rows: list[dict], quality: dict) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "text.json").write_text(json.dumps(
+        {"archives": [z.name for z in zims], "pages": len(pages), "rows": rows,
+         "quality": quality}, indent=1))
+    by = {(r["impl"], r["threads"]): r for r in rows}
+    lines = ["# Article text: libzim-c's Item.text vs python-libzim 3.13.1 + parsers", "",
+             f"{len(pages)} HTML pages of {', '.join(z.name for z in zims)}; best of the passes; "
+             f"{os.cpu_count()} cores (shared with other jobs while measured).", "",
+             "| implementation | threads | pages/s | MB text/s | x ours 1 thread |",
+             "|---|---:|---:|---:|---:|"]
+    ours1 = by[("ours", 1)]["pages_per_s"]
+    for r in rows:
+        lines.append(f"| {r['impl']} | {r['threads']} | {r['pages_per_s']:.0f} | "
+                     f"{r['mb_per_s']:.2f} | {r['pages_per_s'] / ours1:.3f} |")
+    peers1 = {i: by[(i, 1)]["pages_per_s"] for i in IMPLS if i != "ours" and (i, 1) in by}
+    fastest = max(peers1, key=peers1.get)
+    lines += ["", f"One thread: ours / fastest peer ({fastest}) = {ours1 / peers1[fastest]:.1f}x; "
+              f"ours / bs4-lxml = {ours1 / peers1['bs4-lxml']:.1f}x; "
+              f"ours 2 threads / 1 thread = {by[('ours', 2)]['pages_per_s'] / ours1:.2f}x; "
+              f"4 / 1 = {by[('ours', 4)]['pages_per_s'] / ours1:.2f}x.", "",
+              "## Quality (distinct lowercase words per page)", "",
+              "| comparison | pages | theirs in ours, median | p10 | ours in theirs, median | p10 |",
+              "|---|---:|---:|---:|---:|---:|"]
+    for k, q in quality.items():
+        lines.append(f"| {k} | {q['pages']} | {q['theirs_in_ours_median']:.3f} | "
+                     f"{q['theirs_in_ours_p10']:.3f} | {q['ours_in_theirs_median']:.3f} | "
+                     f"{q['ours_in_theirs_p10']:.3f} |")
+    (RESULTS / "text.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
