@@ -51,7 +51,7 @@ CACHE = HERE / ".cache"
 VENV = CACHE / "venv-text"
 RESULTS = HERE / "results"
 PEER_PACKAGES = ["libzim==3.13.1", "beautifulsoup4", "lxml", "selectolax", "resiliparse",
-                 "trafilatura"]
+                 "trafilatura", "lxml_html_clean"]
 IMPLS = ["ours", "bs4-lxml", "lxml", "selectolax", "resiliparse"]
 THREADS = [1, 2, 4]
 
@@ -118,6 +118,7 @@ def worker(args: argparse.Namespace) -> None:
     n = args.threads
     chunks = [pages[i::n] for i in range(n)]
     best = None
+    cpu = None
     out_bytes = 0
     for _ in range(args.passes):
         sizes = [0] * n
@@ -129,16 +130,17 @@ def worker(args: argparse.Namespace) -> None:
             sizes[k] = s
 
         threads = [threading.Thread(target=run, args=(k,)) for k in range(n)]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        dt = time.perf_counter() - t0
+        dt, dc = time.perf_counter() - t0, time.process_time() - c0
         out_bytes = sum(sizes)
         best = dt if best is None else min(best, dt)
+        cpu = dc if cpu is None else min(cpu, dc)
     print(json.dumps({"impl": args.impl, "threads": n, "seconds": best, "pages": len(pages),
-                      "text_bytes": out_bytes, "libzim": libzim.__file__}))
+                      "text_bytes": out_bytes, "cpu_seconds": cpu, "libzim": libzim.__file__}))
 
 
 def quality_worker(args: argparse.Namespace) -> None:
@@ -230,6 +232,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--pages-file")
     ap.add_argument("--quality-out")
+    ap.add_argument("--reuse-rows", action="store_true",
+                    help="take the throughput rows of the last run (quality only)")
     args = ap.parse_args()
     if args.impl and args.quality_out:
         args.out = args.quality_out
@@ -249,8 +253,9 @@ def main() -> None:
     pages_file.write_text(json.dumps(pages))
     log(f"{len(pages)} pages from {', '.join(z.name for z in zims)}")
 
-    rows = []
-    for impl in IMPLS:
+    rows_file = CACHE / "text-rows.json"
+    rows = json.loads(rows_file.read_text()) if args.reuse_rows else []
+    for impl in [] if args.reuse_rows else IMPLS:
         for n in THREADS:
             # Ours takes ~0.1 s a pass: more passes for a steadier best.
             passes = args.passes * (5 if impl == "ours" else 1)
@@ -267,6 +272,7 @@ def main() -> None:
                 f"{row['mb_per_s']:6.2f} MB/s ({row['libzim']})")
             rows.append(row)
 
+    rows_file.write_text(json.dumps(rows))
     sample = pages[:: max(1, len(pages) // args.quality_pages)][: args.quality_pages]
     sample_file = CACHE / "text-sample.json"
     sample_file.write_text(json.dumps(sample))
@@ -292,12 +298,13 @@ def write_results(zims: list[Path], pages: list, rows: list[dict], quality: dict
     lines = ["# Article text: libzim-c's Item.text vs python-libzim 3.13.1 + parsers", "",
              f"{len(pages)} HTML pages of {', '.join(z.name for z in zims)}; best of the passes; "
              f"{os.cpu_count()} cores (shared with other jobs while measured).", "",
-             "| implementation | threads | pages/s | MB text/s | x ours 1 thread |",
-             "|---|---:|---:|---:|---:|"]
+             "| implementation | threads | pages/s | MB text/s | x ours 1 thread | CPU ms/page |",
+             "|---|---:|---:|---:|---:|---:|"]
     ours1 = by[("ours", 1)]["pages_per_s"]
     for r in rows:
         lines.append(f"| {r['impl']} | {r['threads']} | {r['pages_per_s']:.0f} | "
-                     f"{r['mb_per_s']:.2f} | {r['pages_per_s'] / ours1:.3f} |")
+                     f"{r['mb_per_s']:.2f} | {r['pages_per_s'] / ours1:.3f} | "
+                     f"{1000 * r.get('cpu_seconds', float('nan')) / r['pages']:.2f} |")
     peers1 = {i: by[(i, 1)]["pages_per_s"] for i in IMPLS if i != "ours" and (i, 1) in by}
     fastest = max(peers1, key=peers1.get)
     lines += ["", f"One thread: ours / fastest peer ({fastest}) = {ours1 / peers1[fastest]:.1f}x; "

@@ -27,7 +27,8 @@ SIGNATURES = {
     Query.set_query: ["query"],
     Searcher.search: ["query"],
     Search.getResults: ["start", "count"],
-    Search.get_results: ["start", "count", "include_snippets", "snippet_engine"],
+    Search.get_results: ["start", "count", "include_snippets", "snippet_engine", "include_text",
+                         "text_max_chars"],
     SuggestionSearcher.suggest: ["query"],
     SuggestionSearch.getResults: ["start", "count"],
 }
