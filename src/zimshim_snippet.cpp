@@ -586,6 +586,10 @@ class Builder {
     // (TextSink) treats them apart.
     void cell() { space_ = true; }
     void pre(bool) {}
+    // Navigation classes are looked for on blocks and links only: code
+    // highlighting makes most tags spans with classes, and a snippet costs
+    // little enough that checking them all shows.
+    static constexpr bool kNavOnSpans = false;
 
     std::string finish() {
         end_chunk();
@@ -1273,7 +1277,8 @@ class Scanner {
         }
         // Navigation is marked on blocks (and Sphinx's pilcrow links), not on
         // the spans of highlighted code, which are most tags of a page.
-        bool maybe_nav = !(kind & kInlineEl) || (n == 1 && name[0] == 'a');
+        bool maybe_nav = !(kind & kInlineEl) || (n == 1 && name[0] == 'a') ||
+                         (Sink::kNavOnSpans && n == 4 && std::memcmp(name, "span", 4) == 0);
         bool skip = (kind & kSkip) && (main_only_ || !(kind & kNavEl));
         if (!is_void && (skip || invisible(at) || (maybe_nav && boilerplate(at)))) {
             std::memcpy(skip_, name, n);
@@ -1412,6 +1417,9 @@ class TextSink {
 
     void brk() { want(kLine); }
     void cell() { want(kTab); }
+    // Whole texts also drop navigation marked on spans (MediaWiki's
+    // <span class="mw-editsection">[edit]</span>).
+    static constexpr bool kNavOnSpans = true;
     void pre(bool open) {
         if (open) {
             pre_++;

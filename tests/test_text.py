@@ -47,6 +47,8 @@ CASES = [
     ("script style head", "<html><head><title>T</title><style>p{x:1}</style>"
      "<script>var a = '<p>no</p>';</script></head><body><p>yes</p>"
      "<script>alert(1)</script></body></html>", "yes"),
+    ("highlighted code spans kept", "<pre><span class='k'>def</span> <span class='nf'>f</span>"
+     "(<span class='n'>x</span>)</pre>", "def f(x)"),
     ("comments", "<p>a<!-- hidden <p>x</p> -->b</p>", "ab"),
     ("broken: unclosed tags", "<div><p>one<p>two<div>three", "one\ntwo\nthree"),
     ("broken: stray <", "<p>1 < 2 and 3 <4</p>", "1 < 2 and 3 <4"),
@@ -74,7 +76,7 @@ NAV = [
     ("role banner", "<div role='banner'>Banner</div><p>Body</p>", "Banner"),
     ("class navbox", "<div class='x navbox'>Box</div><p>Body</p>", "Box"),
     ("class sphinxsidebar", "<div class='sphinxsidebar'>Side</div><p>Body</p>", "Side"),
-    ("class mw-editsection", "<h2>H</h2><div class='mw-editsection'>[edit]</div><p>Body</p>",
+    ("class mw-editsection", "<h2>H<span class='mw-editsection'>[edit]</span></h2><p>Body</p>",
      "[edit]"),
     ("headerlink", "<h2>H<a class='headerlink' href='#h'>¶</a></h2><p>Body</p>", "¶"),
     ("id footer", "<div id='footer'>Foot</div><p>Body</p>", "Foot"),
