@@ -252,6 +252,9 @@ def test_search_include_text(zim: Path) -> None:
     for r in with_text:
         i = int(r.path.split("/")[1])
         assert r.text == page_expected(i)
+    bare = list(search.get_results(0, 10, include_snippets=False, include_text=True))
+    assert [(r.path, r.snippet, r.text) for r in bare] == [
+        (r.path, "", page_expected(int(r.path.split("/")[1]))) for r in with_text]
     cut = list(search.get_results(0, 3, include_text=True, text_max_chars=4))
     assert cut and all(r.text == "Page" for r in cut)
     r = with_text[0]
