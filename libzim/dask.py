@@ -32,12 +32,14 @@ Workers need libzim-c and Dask installed and the archives at the same paths.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 from concurrent.futures import CancelledError
 import hashlib
 import math
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
@@ -171,6 +173,11 @@ def _shard_task(kind: str, paths: list[str], query: Any, count: int,
         time.sleep(_delay)  # tests: a window in which to kill the worker
     outs = list(_thread_pool().map(lambda p: _one_archive(kind, p, query, count, 0, untrusted),
                                    paths))
+    return _shard_answer(kind, outs, count, order)
+
+
+def _shard_answer(kind: str, outs: list[dict[str, Any]], count: int,
+                  order: dict[str, int]) -> dict[str, Any]:
     hits = [(o["archive"], rank, row) for o in outs if "rows" in o
             for rank, row in enumerate(o["rows"])]
     hits.sort(key=lambda h: _merge_key(kind, h, order))
@@ -195,6 +202,41 @@ def _drop_task(paths: list[str]) -> int:
             for p in paths:
                 _searchers.pop((kind, p), None)
     return sum(_pickle.drop_cached(p) for p in paths)
+
+
+_delaying = 0  # actor calls that entered their test delay (tests poll it)
+
+
+class _ShardServer:
+    """Resident on one worker (a Dask actor): the client calls it directly,
+    worker to client, without the scheduler.  It holds no archives itself: they
+    stay in this process's module caches above, shared with the task path.
+
+    Its methods are coroutines, so Dask runs them on the worker's event loop
+    (not its one-thread actor executor, which would serialize queries); each
+    archive is searched in this module's thread pool, with the GIL released."""
+
+    def __init__(self, untrusted: bool) -> None:
+        self.untrusted = untrusted
+
+    async def search(self, kind: str, paths: list[str], query: Any, count: int,
+                     order: dict[str, int], delay: float = 0.0) -> dict[str, Any]:
+        if delay:  # tests: a window in which to kill or stop the worker
+            global _delaying
+            _delaying += 1
+            await asyncio.sleep(delay)
+        loop = asyncio.get_running_loop()
+        pool = _thread_pool()
+        outs = await asyncio.gather(*(loop.run_in_executor(
+            pool, _one_archive, kind, p, query, count, 0, self.untrusted) for p in paths))
+        return _shard_answer(kind, list(outs), count, order)
+
+    async def snippets(self, wanted: list[tuple[str, int]], query: Any) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        pool = _thread_pool()
+        outs = await asyncio.gather(*(loop.run_in_executor(
+            pool, _one_archive, "search", p, query, n, n, self.untrusted) for p, n in wanted))
+        return {o["archive"]: o for o in outs}
 
 
 def _merge_key(kind: str, hit: tuple[str, int, tuple[Any, ...]], order: dict[str, int]) -> tuple[int, ...]:
@@ -225,11 +267,42 @@ def assign_shards(paths: Sequence[str], workers: Sequence[str]) -> dict[str, lis
     return {w: ps for w, ps in shards.items() if ps}
 
 
+async def _wait_all(calls: dict[str, Any], timeout: float) -> dict[str, tuple[str, Any]]:
+    """On the client's event loop: every actor call at once, none waited for
+    longer than `timeout`.  Per worker ("ok", answer), ("hung", message),
+    ("lost", message) or ("error", message)."""
+    async def one(f: Any) -> Any:
+        return await f
+
+    tasks = {w: asyncio.ensure_future(one(f)) for w, f in calls.items()}
+    if tasks:
+        await asyncio.wait(tasks.values(), timeout=timeout)
+    out: dict[str, tuple[str, Any]] = {}
+    for w, t in tasks.items():
+        if not t.done():
+            t.cancel()
+            out[w] = ("hung", f"worker {w} gave no answer within {timeout:g} s")
+            continue
+        exc = t.exception()
+        if exc is None:
+            out[w] = ("ok", t.result())
+        else:
+            out[w] = (_lost_or_error(exc), f"{type(exc).__name__}: {exc}".splitlines()[0])
+    return out
+
+
+def _lost_or_error(exc: BaseException) -> str:
+    # OSError covers distributed's CommClosedError and the actor's "Unable to
+    # contact Actor's worker"; RuntimeError is "Worker holding Actor was lost".
+    return "lost" if isinstance(exc, (OSError, RuntimeError, CancelledError)) else "error"
+
+
 class Library:
     """A set of archives searched together on a Dask cluster."""
 
     def __init__(self, paths: Iterable[Union[str, "os.PathLike[str]"]], client: Client, *,
-                 untrusted: bool = False) -> None:
+                 untrusted: bool = False, hang_timeout: float = 10.0,
+                 quarantine: float = 60.0) -> None:
         self.paths = [os.path.abspath(os.fspath(p)) for p in paths]
         if len(set(self.paths)) != len(self.paths):
             raise ValueError("an archive appears twice in the library")
@@ -238,28 +311,190 @@ class Library:
         # Archives from untrusted sources: each worker checks each file in a
         # child process (libzim.reader.check_untrusted) before opening it.
         self.untrusted = untrusted
+        # Resident path: a worker that does not answer within hang_timeout
+        # seconds is skipped for `quarantine` seconds and its shard re-placed.
+        self.hang_timeout = hang_timeout
+        self.quarantine = quarantine
+        self._lock = threading.Lock()
+        self._actor_futures: dict[str, Any] = {}  # worker -> Future of its _ShardServer
+        self._actors: dict[str, Any] = {}  # worker -> the Actor handle
+        self._hung: dict[str, float] = {}  # worker -> time.monotonic() it is skipped until
+        self._workers: tuple[float, list[str]] = (-math.inf, [])
 
     def shards(self) -> dict[str, list[str]]:
         """Worker address -> the archives it serves, for the current workers."""
-        return assign_shards(self.paths, sorted(self.client.scheduler_info()["workers"]))
+        return assign_shards(self.paths, self._live_workers(fresh=True))
 
     def search(self, query: Union[str, Query], count: int = 10, *, include_snippets: bool = True,
-               timeout: Optional[float] = None, _delay: float = 0.0) -> LibraryResult:
-        """The best `count` hits over the library, merged by score."""
-        result = self._run("search", query, count, timeout, _delay)
+               timeout: Optional[float] = None, via: str = "actors",
+               _delay: float = 0.0) -> LibraryResult:
+        """The best `count` hits over the library, merged by score.
+
+        via="actors" (the default) calls the workers' resident searchers
+        directly; via="tasks" sends one task per worker through the scheduler
+        (for batch jobs: many queries submitted at once)."""
+        result, owner = self._run(via, "search", query, count, timeout, _delay)
         if include_snippets and result.hits:
-            self._add_snippets(result, query)
+            self._add_snippets(via, result, query, owner)
         return result
 
-    def suggest(self, text: str, count: int = 10, *, timeout: Optional[float] = None) -> LibraryResult:
+    def suggest(self, text: str, count: int = 10, *, timeout: Optional[float] = None,
+                via: str = "actors") -> LibraryResult:
         """Title suggestions over the library: the archives' rankings interleaved."""
-        return self._run("suggest", text, count, timeout, 0.0)
+        return self._run(via, "suggest", text, count, timeout, 0.0)[0]
 
     def close(self) -> None:
         """Let the workers forget (and so close) this library's archives."""
+        with self._lock:
+            futures = list(self._actor_futures.values())
+            self._actor_futures.clear()
+            self._actors.clear()
+        for f in futures:
+            f.release()
         self.client.run(_drop_task, self.paths)
 
-    # ---- internals ----
+    # ---- internals: common ----
+
+    def _live_workers(self, fresh: bool = False) -> list[str]:
+        """The scheduler's workers, less those found hung.  Asked of the
+        scheduler at most once a second (and when a worker was found lost),
+        not once per query."""
+        now = time.monotonic()
+        with self._lock:
+            seen, workers = self._workers
+            hung = {w for w, until in self._hung.items() if until > now}
+        if fresh or now - seen > 1.0:
+            workers = sorted(self.client.scheduler_info()["workers"])
+            with self._lock:
+                self._workers = (now, workers)
+        live = [w for w in workers if w not in hung]
+        if not live and workers:
+            raise RuntimeError(f"every Dask worker is hung (no answer within {self.hang_timeout:g} s)")
+        return live
+
+    def _run(self, via: str, kind: str, query: Any, count: int, timeout: Optional[float],
+             delay: float) -> tuple[LibraryResult, dict[str, str]]:
+        if via not in ("actors", "tasks"):
+            raise ValueError(f"via must be 'actors' or 'tasks', not {via!r}")
+        if count <= 0:
+            return LibraryResult([], [], 0, 0), {}
+        home = {p: w for w, ps in assign_shards(self.paths, self._live_workers()).items() for p in ps}
+        if via == "tasks":
+            outs, failures = self._run_tasks(kind, self.paths, query, count, timeout, delay)
+        else:
+            outs, failures = self._run_actors(kind, home, query, count, timeout, delay)
+        hits = sorted((h for o in outs for h in o["hits"]), key=lambda h: _merge_key(kind, h, self._order))
+        failures += [Failure(*f) for o in outs for f in o["failures"]]
+        owner = {p: o["worker"] for o in outs for p in o["answered"]}
+        result = LibraryResult(
+            hits=[Hit(a, row[0], row[1], row[2], row[3] if kind == "suggest" else "", rank)
+                  for a, rank, row in hits[:count]],
+            failures=sorted(failures, key=lambda f: self._order[f.archive]),
+            estimated_matches=sum(o["estimate"] for o in outs),
+            searched=len(owner),
+            moved=sorted((p for p, w in owner.items() if home.get(p) not in (None, w)),
+                         key=self._order.__getitem__),
+        )
+        return result, owner
+
+    # ---- internals: the resident path (actors) ----
+
+    def _actor(self, worker: str, wait: float) -> Any:
+        """The worker's _ShardServer, created on first use (through the
+        scheduler, once per worker and library)."""
+        with self._lock:
+            actor = self._actors.get(worker)
+            if actor is not None:
+                return actor
+            fut = self._actor_futures.get(worker)
+            if fut is None:
+                fut = self.client.submit(_ShardServer, self.untrusted, actor=True, workers=[worker],
+                                         allow_other_workers=False, pure=False)
+                self._actor_futures[worker] = fut
+        actor = fut.result(timeout=wait)
+        with self._lock:
+            if self._actor_futures.get(worker) is fut:
+                self._actors[worker] = actor
+        return actor
+
+    def _forget(self, worker: str, hung: bool) -> None:
+        with self._lock:
+            fut = self._actor_futures.pop(worker, None)
+            self._actors.pop(worker, None)
+            if hung:
+                self._hung[worker] = time.monotonic() + self.quarantine
+            self._workers = (-math.inf, [])  # ask the scheduler again next time
+        if fut is not None:
+            fut.release()
+
+    def _ask(self, method: str, jobs: dict[str, tuple[Any, ...]],
+             wait: float) -> dict[str, tuple[str, Any]]:
+        """Calls `method` on each worker's actor, all at once, and waits at
+        most `wait` seconds for the answers."""
+        out: dict[str, tuple[str, Any]] = {}
+        calls = {}
+        t0 = time.monotonic()
+        for w, args in jobs.items():
+            try:
+                actor = self._actor(w, max(0.0, wait - (time.monotonic() - t0)))
+                calls[w] = getattr(actor, method)(*args)
+            except (TimeoutError, distributed.TimeoutError) as exc:
+                out[w] = ("hung", f"worker {w}: no actor within {wait:g} s ({type(exc).__name__})")
+            except Exception as exc:
+                out[w] = (_lost_or_error(exc), f"{type(exc).__name__}: {exc}".splitlines()[0])
+        left = max(0.0, wait - (time.monotonic() - t0))
+        out.update(self.client.sync(_wait_all, calls, left))
+        return out
+
+    def _run_actors(self, kind: str, home: dict[str, str], query: Any, count: int,
+                    timeout: Optional[float], delay: float,
+                    ) -> tuple[list[dict[str, Any]], list[Failure]]:
+        """Two rounds on the actors (the second re-places the shards of lost
+        or hung workers on the others); what still has no answer goes the
+        task path, which retries archive by archive."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        todo: dict[str, list[str]] = {}
+        for p in self.paths:
+            todo.setdefault(home[p], []).append(p)
+        outs: list[dict[str, Any]] = []
+        failures: list[Failure] = []
+        skip: set[str] = set()
+        rest: list[str] = []
+        for attempt in (0, 1):
+            left = math.inf if deadline is None else deadline - time.monotonic()
+            wait = max(0.0, min(self.hang_timeout, left))
+            caller_bound = left <= self.hang_timeout  # a timeout then is the caller's, not a hang
+            jobs = {w: (kind, ps, query, count, {p: self._order[p] for p in ps},
+                        delay if attempt == 0 else 0.0) for w, ps in todo.items()}
+            retry: list[str] = []
+            for w, (status, val) in self._ask("search", jobs, wait).items():
+                if status == "ok":
+                    val["worker"] = w
+                    outs.append(val)
+                elif status == "hung" and caller_bound:
+                    failures += [Failure(p, "timeout", f"no answer within {timeout} s") for p in todo[w]]
+                elif status == "error":
+                    rest += todo[w]  # the task path classifies it archive by archive
+                else:
+                    self._forget(w, hung=status == "hung")
+                    skip.add(w)
+                    retry += todo[w]
+            if not retry:
+                break
+            live = [w for w in self._live_workers() if w not in skip]
+            if attempt == 1 or not live:
+                rest += retry
+                break
+            todo = assign_shards(sorted(retry, key=self._order.__getitem__), live)
+        if rest:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            more, fails = self._run_tasks(kind, sorted(rest, key=self._order.__getitem__),
+                                          query, count, left, 0.0)
+            outs += more
+            failures += fails
+        return outs, failures
+
+    # ---- internals: the task path ----
 
     def _submit(self, kind: str, paths: list[str], query: Any, count: int,
                 worker: Optional[str], delay: float) -> Any:
@@ -269,11 +504,10 @@ class Library:
         return self.client.submit(
             _shard_task, kind, paths, query, count, order, self.untrusted, delay, pure=False, **where)
 
-    def _run(self, kind: str, query: Any, count: int, timeout: Optional[float],
-             delay: float) -> LibraryResult:
-        if count <= 0:
-            return LibraryResult([], [], 0, 0)
-        shards = self.shards()
+    def _run_tasks(self, kind: str, paths: list[str], query: Any, count: int,
+                   timeout: Optional[float], delay: float,
+                   ) -> tuple[list[dict[str, Any]], list[Failure]]:
+        shards = assign_shards(paths, self._live_workers(fresh=True))
         futures = {self._submit(kind, ps, query, count, w, delay): (w, ps) for w, ps in shards.items()}
         outs, lost = self._collect(futures, timeout)
         # A shard whose task failed even after Dask's own rescheduling: once
@@ -284,20 +518,10 @@ class Library:
                  for w, (why, _), ps in lost if why != "timeout" for p in ps}
         outs2, lost2 = self._collect(retry, timeout)
         outs += outs2
-        failures = [Failure(*f) for o in outs for f in o["failures"]]
-        failures += [Failure(p, why, msg) for _, (why, msg), ps in lost if why == "timeout"
-                     for p in ps]
+        failures = [Failure(p, why, msg) for _, (why, msg), ps in lost if why == "timeout"
+                    for p in ps]
         failures += [Failure(p, why, msg) for _, (why, msg), ps in lost2 for p in ps]
-        hits = sorted((h for o in outs for h in o["hits"]), key=lambda h: _merge_key(kind, h, self._order))
-        moved = [p for o in outs for p in o["answered"] if o["worker"] != o["assigned"]]
-        return LibraryResult(
-            hits=[Hit(a, row[0], row[1], row[2], row[3] if kind == "suggest" else "", rank)
-                  for a, rank, row in hits[:count]],
-            failures=sorted(failures, key=lambda f: self._order[f.archive]),
-            estimated_matches=sum(o["estimate"] for o in outs),
-            searched=sum(len(o["answered"]) for o in outs),
-            moved=sorted(moved, key=self._order.__getitem__),
-        )
+        return outs, failures
 
     def _collect(self, futures: Mapping[Any, tuple[Optional[str], list[str]]], timeout: Optional[float],
                  ) -> tuple[list[dict[str, Any]], list[tuple[Optional[str], tuple[str, str], list[str]]]]:
@@ -312,9 +536,7 @@ class Library:
         outs, lost = [], []
         for fut, (worker, paths) in futures.items():
             if fut.status == "finished":
-                out = fut.result()
-                out["assigned"] = worker or out["worker"]
-                outs.append(out)
+                outs.append(fut.result())
             elif fut.status == "pending":
                 fut.cancel()
                 lost.append((worker, ("timeout", f"no answer within {timeout} s"), paths))
@@ -327,20 +549,32 @@ class Library:
                 lost.append((worker, (why, f"{type(exc).__name__}: {exc}".splitlines()[0]), paths))
         return outs, lost
 
-    def _add_snippets(self, result: LibraryResult, query: Any) -> None:
+    # ---- internals: snippets ----
+
+    def _add_snippets(self, via: str, result: LibraryResult, query: Any, owner: dict[str, str]) -> None:
         # Survivors of one archive are always the first n of its ranking (the
-        # merge keeps each archive's order), so one page of n per archive.
+        # merge keeps each archive's order), so one page of n per archive,
+        # asked of the worker that answered for the archive.
         need: dict[str, int] = {}
         for h in result.hits:
             need[h.archive] = max(need.get(h.archive, 0), h.rank + 1)
         by_worker: dict[str, list[tuple[str, int]]] = {}
-        owner = {p: w for w, ps in self.shards().items() for p in ps}
         for p, n in need.items():
             by_worker.setdefault(owner[p], []).append((p, n))
+        got: dict[str, dict[str, Any]] = {}
+        if via == "actors":
+            answers = self._ask("snippets", {w: (wanted, query) for w, wanted in by_worker.items()},
+                                self.hang_timeout)
+            for w, (status, val) in answers.items():
+                if status == "ok":
+                    got.update(val)
+                    del by_worker[w]
+                elif status in ("hung", "lost"):
+                    self._forget(w, hung=status == "hung")
+        # The task path, or what the actors could not answer: anywhere.
         futures = {self.client.submit(_snippet_task, wanted, query, self.untrusted, workers=[w],
                                       allow_other_workers=True, pure=False): wanted
                    for w, wanted in by_worker.items()}
-        got: dict[str, dict[str, Any]] = {}
         for fut, wanted in futures.items():
             try:
                 got.update(fut.result())

@@ -37,8 +37,16 @@ class Library:
     paths: list[str]
     client: Client
     untrusted: bool
+    hang_timeout: float
+    quarantine: float
     def __init__(
-        self, paths: Iterable[str | os.PathLike[str]], client: Client, *, untrusted: bool = False
+        self,
+        paths: Iterable[str | os.PathLike[str]],
+        client: Client,
+        *,
+        untrusted: bool = False,
+        hang_timeout: float = 10.0,
+        quarantine: float = 60.0,
     ) -> None: ...
     def shards(self) -> dict[str, list[str]]: ...
     def search(
@@ -48,7 +56,10 @@ class Library:
         *,
         include_snippets: bool = True,
         timeout: float | None = None,
+        via: str = "actors",
         _delay: float = 0.0,
     ) -> LibraryResult: ...
-    def suggest(self, text: str, count: int = 10, *, timeout: float | None = None) -> LibraryResult: ...
+    def suggest(
+        self, text: str, count: int = 10, *, timeout: float | None = None, via: str = "actors"
+    ) -> LibraryResult: ...
     def close(self) -> None: ...

@@ -80,11 +80,12 @@ def test_assign_shards_balanced_and_stable():
         assert moved <= n // 100
 
 
+@pytest.mark.parametrize("via", ["actors", "tasks"])
 @pytest.mark.parametrize("word", [LIB_WORD, RARE_WORD])
-def test_library_search_equals_local(client, lib_paths, word):
+def test_library_search_equals_local(client, lib_paths, word, via):
     lib = libdask.Library(lib_paths, client)
     assert len(lib.shards()) == 2
-    got = lib.search(word, 1000)
+    got = lib.search(word, 1000, via=via)
     want = local_hits(lib_paths, word, 1000)
     assert as_rows(got) == want
     assert got.failures == [] and got.searched == ARCHIVES
@@ -94,18 +95,25 @@ def test_library_search_equals_local(client, lib_paths, word):
     assert got.estimated_matches == sum(len(v) for v in by_archive.values())
 
 
-def test_top_hits_and_snippets_only_for_survivors(client, lib_paths, monkeypatch):
+@pytest.mark.parametrize("via", ["actors", "tasks"])
+def test_top_hits_and_snippets_only_for_survivors(client, lib_paths, monkeypatch, via):
     lib = libdask.Library(lib_paths, client)
     asked = []
-    submit = client.submit
+    submit, ask = client.submit, lib._ask
 
     def spy(fn, *args, **kw):
         if fn is libdask._snippet_task:
             asked.extend(args[0])
         return submit(fn, *args, **kw)
 
+    def spy_ask(method, jobs, wait):
+        if method == "snippets":
+            asked.extend(p for wanted, _ in jobs.values() for p in wanted)
+        return ask(method, jobs, wait)
+
     monkeypatch.setattr(client, "submit", spy)
-    got = lib.search(LIB_WORD, 7)
+    monkeypatch.setattr(lib, "_ask", spy_ask)
+    got = lib.search(LIB_WORD, 7, via=via)
     assert as_rows(got) == local_hits(lib_paths, LIB_WORD, 7)
     # One page per archive holding survivors, as long as its last survivor's rank.
     survivors = {}
@@ -114,7 +122,7 @@ def test_top_hits_and_snippets_only_for_survivors(client, lib_paths, monkeypatch
     assert sorted(asked) == sorted(survivors.items())
     assert sum(n for _, n in asked) == 7
     asked.clear()
-    fast = lib.search(LIB_WORD, 7, include_snippets=False)
+    fast = lib.search(LIB_WORD, 7, include_snippets=False, via=via)
     assert asked == []
     assert [r[:4] for r in as_rows(fast)] == [r[:4] for r in local_hits(lib_paths, LIB_WORD, 7, False)]
     assert all(h.snippet == "" for h in fast.hits)
@@ -130,9 +138,10 @@ def local_suggestions(paths, text, count):
     return [r[2:] for r in rows[:count]]
 
 
-def test_library_suggest_equals_local(client, lib_paths):
+@pytest.mark.parametrize("via", ["actors", "tasks"])
+def test_library_suggest_equals_local(client, lib_paths, via):
     lib = libdask.Library(lib_paths, client)
-    got = lib.suggest("ledger", 20)
+    got = lib.suggest("ledger", 20, via=via)
     assert as_rows(got) == local_suggestions(lib_paths, "ledger", 20)
     assert {h.path for h in got.hits} >= {f"lib{k}/page000.html" for k in range(ARCHIVES)}
 
@@ -173,19 +182,31 @@ def test_failures_reported_not_fatal(client, lib_paths, tmp_path):
     assert got.searched == ARCHIVES
 
 
-def test_worker_killed_during_query(client, lib_paths):
+def delaying(client, worker):
+    return client.run(lambda: libdask._delaying, workers=[worker])[worker]
+
+
+@pytest.mark.parametrize("via", ["actors", "tasks"])
+def test_worker_killed_during_query(client, lib_paths, via):
     lib = libdask.Library(lib_paths, client)
     want = local_hits(lib_paths, LIB_WORD, 1000)
     before = lib.shards()
-    pids = client.run(os.getpid)
-    box = {}
-    t = threading.Thread(target=lambda: box.update(r=lib.search(LIB_WORD, 1000, _delay=3.0)))
-    t.start()
     victim = sorted(before)[0]
+    pids = client.run(os.getpid)
+    entered = delaying(client, victim)
+    box = {}
+    t = threading.Thread(target=lambda: box.update(r=lib.search(LIB_WORD, 1000, via=via, _delay=3.0)))
+    t.start()
+
+    def reached():
+        if via == "tasks":
+            return bool(client.processing().get(victim))
+        return delaying(client, victim) > entered
+
     deadline = time.monotonic() + 30
-    while not client.processing().get(victim) and time.monotonic() < deadline:
+    while not reached() and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert client.processing().get(victim), "the query never reached the victim worker"
+    assert reached(), "the query never reached the victim worker"
     os.kill(pids[victim], signal.SIGKILL)
     t.join(60)
     assert not t.is_alive()
@@ -246,3 +267,50 @@ def test_failing_task_retried_per_archive_then_reported(client, lib_paths, monke
     shards = [s for s in submitted if len(s) > 1]
     assert sorted(p for s in shards for p in s) == sorted(lib_paths)
     assert sorted(s for s in submitted if len(s) == 1) == sorted((p,) for p in lib_paths)
+
+
+def test_hung_worker_is_timed_out_and_its_shard_moved(client, lib_paths):
+    """A worker that stops answering (SIGSTOP: alive, not dead) costs one
+    hang_timeout; its shard is answered by the other worker, and later
+    queries skip it (quarantine) instead of waiting again."""
+    lib = libdask.Library(lib_paths, client, hang_timeout=2.0)
+    want = local_hits(lib_paths, LIB_WORD, 1000)
+    assert as_rows(lib.search(LIB_WORD, 1000)) == want  # the actors exist now
+    before = lib.shards()
+    victim = sorted(before)[0]
+    pid = client.run(os.getpid)[victim]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        box = {}
+        t = threading.Thread(target=lambda: box.update(
+            r=lib.search(LIB_WORD, 1000), s=lib.search(LIB_WORD, 1000)))
+        t.start()
+        t.join(60)
+        assert not t.is_alive()
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    for got in (box["r"], box["s"]):
+        assert as_rows(got) == want and got.failures == [] and got.searched == ARCHIVES
+    assert set(box["r"].moved) == set(before[victim])
+    # The second query was placed without the victim from the start.
+    assert box["s"].moved == [] and victim not in lib.shards()
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_concurrent_client_threads_get_the_single_threaded_answers(client, lib_paths):
+    lib = libdask.Library(lib_paths, client)
+    calls = [("search", LIB_WORD, 7), ("search", RARE_WORD, 1000), ("suggest", "ledger", 20),
+             ("search", LIB_WORD, 1000), ("suggest", "page", 5)]
+
+    def run(call):
+        kind, text, count = call
+        r = lib.search(text, count) if kind == "search" else lib.suggest(text, count)
+        assert r.failures == []
+        return as_rows(r)
+
+    want = [run(c) for c in calls]
+    assert want[1] == local_hits(lib_paths, RARE_WORD, 1000)
+    import concurrent.futures
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(run, calls * 8, timeout=120))
+    assert got == want * 8
