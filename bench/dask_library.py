@@ -13,8 +13,19 @@ Configurations, side by side:
                    query over the combined databases), 1 and 2 client threads
   local-merge      what libzim.dask does, in this process: each archive
                    searched on a 2-thread pool, per-archive top hits merged
-  dask-1 / dask-2  libzim.dask.Library on a LocalCluster of 1 or 2 worker
-                   processes (1 task thread each), 1 and 4 client threads
+  local-searcher   also with 4 and 16 client threads
+  dask-W tasks     libzim.dask.Library(...).search(via="tasks") on a
+                   LocalCluster of W = 1 or 2 worker processes (1 task thread
+                   each): one task per worker through the scheduler per query;
+                   1, 4 and 16 client threads
+  dask-W actors    the same with via="actors" (the default): the workers'
+                   resident searchers called directly, no scheduler hop
+
+Scale (--scale, on by default; a reduced simulation, see scale_model()): the
+per-hop cost of the actor fan-out measured with 1, 2, 4 and 8 worker
+processes (empty shards), and one worker serving 100 small archives (one
+node's share of 10,000 archives on 100 nodes) measured for real; the
+100-node figures are the model built from those two.
 
 Also measured, for the README's sizing: per-archive open time (Archive +
 Searcher + first query), PSS per open archive with its Searcher after the
@@ -108,6 +119,7 @@ def run_for(seconds: float, threads: int, one) -> dict:
         "ops_per_s": round(len(lat) / wall, 1),
         "p50_ms": round(1000 * lat[len(lat) // 2], 2),
         "p95_ms": round(1000 * lat[int(len(lat) * 0.95)], 2),
+        "p99_ms": round(1000 * lat[int(len(lat) * 0.99)], 2),
         "n": len(lat),
     }
 
@@ -126,7 +138,7 @@ def bench_local(paths: list[str], qs: list[str], seconds: float) -> dict:
         def one(i: int) -> None:
             list(searcher.search(qs[i % len(qs)]).get_results(0, 10, include_snippets=snippets))
 
-        for threads in (1, 2):
+        for threads in (1, 4, 16):
             out[f"local-searcher x{threads}, {WORKLOAD[snippets]}"] = run_for(seconds, threads, one)
 
     per = [Searcher(a) for a in archives]
@@ -153,7 +165,8 @@ def bench_local(paths: list[str], qs: list[str], seconds: float) -> dict:
     return out
 
 
-def bench_dask(paths: list[str], qs: list[str], seconds: float, workers: int) -> dict:
+def bench_dask(paths: list[str], qs: list[str], seconds: float, workers: int,
+               snippet_seconds: float) -> dict:
     from distributed import Client, LocalCluster
     import libzim.dask as libdask
 
@@ -161,30 +174,119 @@ def bench_dask(paths: list[str], qs: list[str], seconds: float, workers: int) ->
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                       dashboard_address=":0", silence_logs=50) as cluster, Client(cluster) as client:
         lib = libdask.Library(paths, client)
-        t0 = time.perf_counter()
-        first = lib.search(qs[0], 10, include_snippets=False)
-        out["first query (opens every archive), ms"] = round(1000 * (time.perf_counter() - t0), 1)
-        assert not first.failures, first.failures
-
+        for via in ("tasks", "actors"):
+            t0 = time.perf_counter()
+            first = lib.search(qs[0], 10, include_snippets=False, via=via)
+            out[f"dask-{workers} {via}: first query, ms"] = round(1000 * (time.perf_counter() - t0), 1)
+            assert not first.failures, first.failures
         for i in range(len(qs)):
-            lib.search(qs[i], 10, include_snippets=False)
-            lib.search(qs[i], 10, include_snippets=True)
+            for via in ("tasks", "actors"):
+                lib.search(qs[i], 10, include_snippets=False, via=via)
+                lib.search(qs[i], 10, include_snippets=True, via=via)
         for snippets in (False, True):
-            def one(i: int) -> None:
-                r = lib.search(qs[i % len(qs)], 10, include_snippets=snippets)
-                assert not r.failures, r.failures
+            for via in ("tasks", "actors"):
+                def one(i: int) -> None:
+                    r = lib.search(qs[i % len(qs)], 10, include_snippets=snippets, via=via)
+                    assert not r.failures and not r.moved, (r.failures, r.moved)
 
-            for threads in (1, 4):
-                out[f"dask-{workers} x{threads}, {WORKLOAD[snippets]}"] = run_for(seconds, threads, one)
+                for threads in (1, 4, 16):
+                    out[f"dask-{workers} {via} x{threads}, {WORKLOAD[snippets]}"] = run_for(
+                        snippet_seconds if snippets else seconds, threads, one)
         addrs = sorted(client.scheduler_info()["workers"])
 
         def empty(i: int) -> None:
             client.gather([client.submit(int, i * 1000 + k, workers=[w], pure=False)
                            for k, w in enumerate(addrs)])
 
-        out[f"empty fan-out to {workers} worker(s)"] = run_for(min(seconds, 3), 1, empty)
+        out[f"empty task fan-out to {workers} worker(s)"] = run_for(min(seconds, 3), 1, empty)
+        out[f"empty actor fan-out to {workers} worker(s)"] = run_for(
+            min(seconds, 3), 1, lambda i: lib._ask("search", {w: ("search", [], "x", 10, {}) for w in addrs},
+                                                   30.0))
         lib.close()
     return out
+
+
+def small_library(n: int) -> list[str]:
+    """n small archives (12 pages each, tests/library_fixtures.py), cached."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from library_fixtures import build_archive
+
+    root = HERE / ".cache" / "small"
+    root.mkdir(parents=True, exist_ok=True)
+    out = []
+    for k in range(n):
+        p = root / f"lib{k}.zim"
+        if not p.exists():
+            build_archive(root, k, 12)
+            shutil.rmtree(root / f"src{k}", ignore_errors=True)
+        out.append(str(p))
+    return out
+
+
+def bench_scale(seconds: float) -> dict:
+    """What a 100-node, 10,000-archive library would do, from two
+    measurements this machine can make: the actor fan-out's cost per worker
+    (empty shards, 1 to 8 worker processes), and one node's real share
+    (one worker process serving 100 small archives)."""
+    from distributed import Client, LocalCluster
+    import libzim.dask as libdask
+
+    out: dict = {"fan-out": {}}
+    for workers in (1, 2, 4, 8):
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          dashboard_address=":0", silence_logs=50) as cluster, Client(cluster) as client:
+            lib = libdask.Library([], client)
+            addrs = sorted(client.scheduler_info()["workers"])
+            jobs = {w: ("search", [], "x", 10, {}) for w in addrs}
+            lib._ask("search", jobs, 60.0)  # the actors exist
+            cpu0 = time.process_time()
+            r = run_for(seconds, 1, lambda i: lib._ask("search", jobs, 30.0))
+            r["client_cpu_ms_per_query"] = round(1000 * (time.process_time() - cpu0) / r["n"], 3)
+            out["fan-out"][workers] = r
+    paths = small_library(100)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                      dashboard_address=":0", silence_logs=50) as cluster, Client(cluster) as client:
+        lib = libdask.Library(paths, client)
+        for word in ("quorvex", "zintrak"):
+            assert lib.search(word, 10, include_snippets=False).searched == 100
+        words = ["quorvex", "zintrak", "ledger", "harbour", "orchard"]
+        out["node of 100 small archives, x1"] = run_for(
+            seconds, 1, lambda i: lib.search(words[i % 5], 10, include_snippets=False))
+        out["node of 100 small archives, x4"] = run_for(
+            seconds, 4, lambda i: lib.search(words[i % 5], 10, include_snippets=False))
+    out["model"] = scale_model(out)
+    return out
+
+
+def scale_model(m: dict) -> dict:
+    """Linear in the number of workers: the client's CPU per query (issuing
+    and merging each worker's call on its one event loop) and the fan-out
+    latency, fitted on 1-8 workers, extrapolated to 100; a node's share is its
+    measured latency (its archives searched on its own cores in parallel with
+    the other nodes).  Assumes a network hop like loopback's, nodes as fast
+    as this machine, and no stragglers."""
+    ks = sorted(m["fan-out"])
+
+    def fit(key: str) -> tuple[float, float]:
+        xs, ys = ks, [m["fan-out"][k][key] for k in ks]
+        mx, my = statistics.mean(xs), statistics.mean(ys)
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+        return my - slope * mx, slope
+
+    cpu0, cpu1 = fit("client_cpu_ms_per_query")
+    lat0, lat1 = fit("p50_ms")
+    node_p50 = m["node of 100 small archives, x1"]["p50_ms"]
+    node_qps = m["node of 100 small archives, x4"]["ops_per_s"]
+    client_cpu = cpu0 + 100 * cpu1
+    p50 = lat0 + 100 * lat1 + node_p50
+    return {
+        "client CPU ms per query, fit a + b * workers": [round(cpu0, 3), round(cpu1, 4)],
+        "fan-out p50 ms, fit a + b * workers": [round(lat0, 3), round(lat1, 4)],
+        "100 nodes: client CPU ms per query": round(client_cpu, 2),
+        "100 nodes: queries/s per client process (its CPU bound)": round(1000 / client_cpu, 1),
+        "100 nodes: queries/s the nodes sustain (one node's, 4 client threads)": node_qps,
+        "100 nodes: p50 ms, unloaded": round(p50, 2),
+    }
 
 
 PER_ARCHIVE = r"""
@@ -243,10 +345,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--archives", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--snippet-seconds", type=float, default=None,
+                    help="seconds per row with snippets (default: --seconds)")
     ap.add_argument("--quick", action="store_true", help="4 archives, 3 s")
+    ap.add_argument("--no-scale", action="store_true", help="skip the 100-node simulation")
     args = ap.parse_args()
     if args.quick:
         args.archives, args.seconds = 4, 3.0
+    snippet_seconds = args.snippet_seconds or args.seconds
     paths = make_library(args.archives)
     qs = queries()
     report = {
@@ -260,22 +366,36 @@ def main() -> None:
     }
     report["runs"].update(bench_local(paths, qs, args.seconds))
     for w in (1, 2):
-        report["runs"].update(bench_dask(paths, qs, args.seconds, w))
+        report["runs"].update(bench_dask(paths, qs, args.seconds, w, snippet_seconds))
+    if not args.no_scale:
+        report["scale"] = bench_scale(args.seconds)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "dask.json").write_text(json.dumps(report, indent=2) + "\n")
     lines = [
         f"# Library search: Dask vs local ({len(paths)} archives of python3.11-doc, "
         f"{args.seconds:g} s per row)", "",
         f"{report['machine']}, Python {report['python']}. Shared machine: noisy figures.", "",
-        "| configuration | queries/s | p50 ms | p95 ms |", "|---|---|---|---|",
+        "| configuration | queries/s | p50 ms | p95 ms | p99 ms |", "|---|---|---|---|---|",
     ]
     for name, r in report["runs"].items():
         if isinstance(r, dict):
-            lines.append(f"| {name} | {r['ops_per_s']} | {r['p50_ms']} | {r['p95_ms']} |")
+            lines.append(f"| {name} | {r['ops_per_s']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} |")
     lines += ["", "Other figures:", ""]
     lines += [f"- {k}: {v}" for k, v in report["runs"].items() if not isinstance(v, dict)]
     for key in ("per_archive", "per_archive ZIM_CLUSTERCACHE=2"):
         lines += [f"- {key}, {k}: {v}" for k, v in report[key].items()]
+    if "scale" in report:
+        s = report["scale"]
+        lines += ["", "Scale (reduced simulation: measured fan-out cost per worker, measured node share, "
+                  "linear model to 100 nodes):", "",
+                  "| measured | queries/s | p50 ms | p99 ms | client CPU ms/query |", "|---|---|---|---|---|"]
+        for k, r in s["fan-out"].items():
+            lines.append(f"| empty actor fan-out to {k} worker(s) | {r['ops_per_s']} | {r['p50_ms']} | "
+                         f"{r['p99_ms']} | {r['client_cpu_ms_per_query']} |")
+        for k in ("node of 100 small archives, x1", "node of 100 small archives, x4"):
+            r = s[k]
+            lines.append(f"| {k} | {r['ops_per_s']} | {r['p50_ms']} | {r['p99_ms']} | |")
+        lines += [""] + [f"- model, {k}: {v}" for k, v in s["model"].items()]
     (RESULTS / "dask.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -225,18 +225,30 @@ class _ShardServer:
             global _delaying
             _delaying += 1
             await asyncio.sleep(delay)
-        loop = asyncio.get_running_loop()
-        pool = _thread_pool()
-        outs = await asyncio.gather(*(loop.run_in_executor(
-            pool, _one_archive, kind, p, query, count, 0, self.untrusted) for p in paths))
-        return _shard_answer(kind, list(outs), count, order)
+        outs = await _in_pool([(kind, p, query, count, 0, self.untrusted) for p in paths])
+        return _shard_answer(kind, outs, count, order)
 
     async def snippets(self, wanted: list[tuple[str, int]], query: Any) -> dict[str, Any]:
-        loop = asyncio.get_running_loop()
-        pool = _thread_pool()
-        outs = await asyncio.gather(*(loop.run_in_executor(
-            pool, _one_archive, "search", p, query, n, n, self.untrusted) for p, n in wanted))
+        outs = await _in_pool([("search", p, query, n, n, self.untrusted) for p, n in wanted])
         return {o["archive"]: o for o in outs}
+
+
+async def _in_pool(calls: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """_one_archive(*call) for each call, in the thread pool: one job per
+    pool thread (each a slice of the archives), not one per archive, which
+    would cost a hop through the event loop per archive.  Never a job that
+    waits for other jobs of the pool: many concurrent queries would fill it
+    with waiters."""
+    pool = _thread_pool()
+    n = min(len(calls), pool._max_workers) or 1
+    loop = asyncio.get_running_loop()
+    parts = await asyncio.gather(*(loop.run_in_executor(
+        pool, lambda part=calls[i::n]: [_one_archive(*c) for c in part]) for i in range(n)))
+    # Slices i::n back into the calls' order.
+    out: list[dict[str, Any]] = [{}] * len(calls)
+    for i, part in enumerate(parts):
+        out[i::n] = part
+    return out
 
 
 def _merge_key(kind: str, hit: tuple[str, int, tuple[Any, ...]], order: dict[str, int]) -> tuple[int, ...]:
@@ -267,14 +279,16 @@ def assign_shards(paths: Sequence[str], workers: Sequence[str]) -> dict[str, lis
     return {w: ps for w, ps in shards.items() if ps}
 
 
-async def _wait_all(calls: dict[str, Any], timeout: float) -> dict[str, tuple[str, Any]]:
-    """On the client's event loop: every actor call at once, none waited for
+async def _wait_all(calls: dict[str, tuple[Any, str, tuple[Any, ...]]],
+                    timeout: float) -> dict[str, tuple[str, Any]]:
+    """On the client's event loop (one hop from the caller's thread for the
+    whole fan-out): every (actor, method, args) call at once, none waited for
     longer than `timeout`.  Per worker ("ok", answer), ("hung", message),
     ("lost", message) or ("error", message)."""
-    async def one(f: Any) -> Any:
-        return await f
+    async def one(actor: Any, method: str, args: tuple[Any, ...]) -> Any:
+        return await getattr(actor, method)(*args)
 
-    tasks = {w: asyncio.ensure_future(one(f)) for w, f in calls.items()}
+    tasks = {w: asyncio.ensure_future(one(*call)) for w, call in calls.items()}
     if tasks:
         await asyncio.wait(tasks.values(), timeout=timeout)
     out: dict[str, tuple[str, Any]] = {}
@@ -364,7 +378,11 @@ class Library:
             seen, workers = self._workers
             hung = {w for w, until in self._hung.items() if until > now}
         if fresh or now - seen > 1.0:
-            workers = sorted(self.client.scheduler_info()["workers"])
+            # Not client.scheduler_info(): the client's periodic refresh
+            # overwrites the dict it returns with one without workers, so
+            # another thread can read an empty cluster from it.
+            info = self.client.sync(self.client.scheduler.identity, n_workers=-1)
+            workers = sorted(info["workers"])
             with self._lock:
                 self._workers = (now, workers)
         live = [w for w in workers if w not in hung]
@@ -436,8 +454,7 @@ class Library:
         t0 = time.monotonic()
         for w, args in jobs.items():
             try:
-                actor = self._actor(w, max(0.0, wait - (time.monotonic() - t0)))
-                calls[w] = getattr(actor, method)(*args)
+                calls[w] = (self._actor(w, max(0.0, wait - (time.monotonic() - t0))), method, args)
             except (TimeoutError, distributed.TimeoutError) as exc:
                 out[w] = ("hung", f"worker {w}: no actor within {wait:g} s ({type(exc).__name__})")
             except Exception as exc:
