@@ -46,6 +46,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 try:
     import distributed
     from distributed import Client
+    from distributed.protocol import to_serialize
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "libzim.dask needs Dask distributed: pip install 'libzim-c[dask]' "
@@ -279,16 +280,26 @@ def assign_shards(paths: Sequence[str], workers: Sequence[str]) -> dict[str, lis
     return {w: ps for w, ps in shards.items() if ps}
 
 
-async def _wait_all(calls: dict[str, tuple[Any, str, tuple[Any, ...]]],
+async def _wait_all(pool: Any, calls: dict[str, tuple[Any, str, tuple[Any, ...]]],
                     timeout: float) -> dict[str, tuple[str, Any]]:
     """On the client's event loop (one hop from the caller's thread for the
     whole fan-out): every (actor, method, args) call at once, none waited for
     longer than `timeout`.  Per worker ("ok", answer), ("hung", message),
-    ("lost", message) or ("error", message)."""
-    async def one(actor: Any, method: str, args: tuple[Any, ...]) -> Any:
-        return await getattr(actor, method)(*args)
+    ("lost", message) or ("error", message).
 
-    tasks = {w: asyncio.ensure_future(one(*call)) for w, call in calls.items()}
+    The call is what Actor.method() sends (the worker's actor_execute
+    handler), but on the client's own connection to the worker: an Actor
+    handle sends it through the scheduler (a proxy hop per call) unless the
+    client was made with direct_to_workers=True, which would also change how
+    the caller's own gathers go."""
+    async def one(w: str, actor: Any, method: str, args: tuple[Any, ...]) -> Any:
+        reply = await pool(w).actor_execute(function=method, actor=actor.key,
+                                            args=[to_serialize(a) for a in args], kwargs={})
+        if reply["status"] != "OK":
+            raise reply["exception"]
+        return reply["result"]
+
+    tasks = {w: asyncio.ensure_future(one(w, *call)) for w, call in calls.items()}
     if tasks:
         await asyncio.wait(tasks.values(), timeout=timeout)
     out: dict[str, tuple[str, Any]] = {}
@@ -452,15 +463,21 @@ class Library:
         out: dict[str, tuple[str, Any]] = {}
         calls = {}
         t0 = time.monotonic()
+        with self._lock:  # create the missing actors all at once, not one after another
+            for w in jobs:
+                if w not in self._actors and w not in self._actor_futures:
+                    self._actor_futures[w] = self.client.submit(
+                        _ShardServer, self.untrusted, actor=True, workers=[w],
+                        allow_other_workers=False, pure=False)
         for w, args in jobs.items():
             try:
                 calls[w] = (self._actor(w, max(0.0, wait - (time.monotonic() - t0))), method, args)
-            except (TimeoutError, distributed.TimeoutError) as exc:
+            except (TimeoutError, asyncio.TimeoutError) as exc:
                 out[w] = ("hung", f"worker {w}: no actor within {wait:g} s ({type(exc).__name__})")
             except Exception as exc:
                 out[w] = (_lost_or_error(exc), f"{type(exc).__name__}: {exc}".splitlines()[0])
         left = max(0.0, wait - (time.monotonic() - t0))
-        out.update(self.client.sync(_wait_all, calls, left))
+        out.update(self.client.sync(_wait_all, self.client.rpc, calls, left))
         return out
 
     def _run_actors(self, kind: str, home: dict[str, str], query: Any, count: int,

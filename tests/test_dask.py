@@ -314,3 +314,37 @@ def test_concurrent_client_threads_get_the_single_threaded_answers(client, lib_p
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         got = list(pool.map(run, calls * 8, timeout=120))
     assert got == want * 8
+
+
+def _count_proxy_calls(dask_scheduler):
+    """On the scheduler: count calls of its 'proxy' handler (the way an Actor
+    handle reaches a worker when the client is not direct_to_workers)."""
+    handler = dask_scheduler.handlers["proxy"]
+    if not hasattr(dask_scheduler, "libzim_proxied"):
+        dask_scheduler.libzim_proxied = 0
+
+        async def counting(*args, **kw):
+            dask_scheduler.libzim_proxied += 1
+            return await handler(*args, **kw)
+
+        dask_scheduler.handlers["proxy"] = counting
+    return dask_scheduler.libzim_proxied
+
+
+def test_resident_queries_bypass_the_scheduler(client, lib_paths, monkeypatch):
+    """Once the actors exist: no task submitted and nothing proxied by the
+    scheduler per query (it is asked only for the worker list, at most once
+    a second)."""
+    lib = libdask.Library(lib_paths, client)
+    lib.search(LIB_WORD, 10)
+    before = client.run_on_scheduler(_count_proxy_calls)
+
+    def no_tasks(*args, **kw):
+        raise AssertionError("a query submitted a task")
+
+    monkeypatch.setattr(client, "submit", no_tasks)
+    for _ in range(5):
+        got = lib.search(LIB_WORD, 10)
+        assert as_rows(got) == local_hits(lib_paths, LIB_WORD, 10) and got.failures == []
+        assert lib.suggest("ledger", 5).failures == []
+    assert client.run_on_scheduler(_count_proxy_calls) == before
