@@ -7,11 +7,14 @@
 The archives are sharded across the workers (rendezvous hashing with a cap of
 ceil(archives / workers) per worker, so a worker that leaves moves only its own
 archives).  Each worker process opens its archives once, on first use, and
-keeps them and their Searchers open across queries; a query runs one task per
-worker, which searches its archives from a thread pool (the searches release
-the GIL) and returns only its best ``count`` hits, without snippets.  The
-client merges those, and when snippets are asked for, asks the workers for the
-snippets of the hits that survived the merge only.
+keeps them and their Searchers open across queries.  By default a query does
+not go through the scheduler: each worker holds one actor per Library
+(_ShardServer), which the client calls directly on its own connection to the
+worker; the actor searches its archives from a thread pool (the searches
+release the GIL) and returns only its best ``count`` hits, without snippets.
+The client merges those, and when snippets are asked for, asks the workers for
+the snippets of the hits that survived the merge only.  ``via="tasks"`` runs
+the same search as one Dask task per worker instead (for batch jobs).
 
 Scores are libzim's per-archive relevance percentages, which are not
 comparable across archives (see README, "Library search on Dask"): the merge
@@ -23,11 +26,15 @@ With ``untrusted=True`` each worker first opens each file in a child process
 is reported as corrupt instead of killing workers.
 
 A failing archive (missing, corrupt, without a full-text index) is reported in
-``LibraryResult.failures``; so is a shard whose worker was lost twice (Dask
-reschedules a lost worker's task on another worker, and this module retries a
-failed shard once more, one task per archive).
+``LibraryResult.failures``.  A worker that is lost, or gives no answer within
+``hang_timeout`` seconds (then skipped for ``quarantine`` seconds), has its
+shard re-placed on the other workers and asked again in the same query; what
+still has no answer goes the task path (Dask reschedules a lost worker's task
+on another worker, and this module retries a failed shard once more, one task
+per archive), and is reported ``worker-lost`` when that fails too.
 
-Workers need libzim-c and Dask installed and the archives at the same paths.
+Workers need libzim-c and Dask installed and the archives at the same paths,
+and the client must reach the workers directly (as for direct_to_workers).
 """
 
 from __future__ import annotations
