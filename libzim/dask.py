@@ -404,9 +404,8 @@ class Library:
             with self._lock:
                 self._workers = (now, workers)
         live = [w for w in workers if w not in hung]
-        if not live and workers:
-            raise RuntimeError(f"every Dask worker is hung (no answer within {self.hang_timeout:g} s)")
-        return live
+        # All of them found hung: ask them all again rather than nobody.
+        return live or workers
 
     def _run(self, via: str, kind: str, query: Any, count: int, timeout: Optional[float],
              delay: float) -> tuple[LibraryResult, dict[str, str]]:
@@ -528,7 +527,10 @@ class Library:
                 break
             todo = assign_shards(sorted(retry, key=self._order.__getitem__), live)
         if rest:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            # Bounded even without a caller's timeout: Dask may give these
+            # tasks to a worker that is hung but still listed.
+            left = (max(2 * self.hang_timeout, 30.0) if deadline is None
+                    else max(0.0, deadline - time.monotonic()))
             more, fails = self._run_tasks(kind, sorted(rest, key=self._order.__getitem__),
                                           query, count, left, 0.0)
             outs += more
@@ -618,7 +620,7 @@ class Library:
                    for w, wanted in by_worker.items()}
         for fut, wanted in futures.items():
             try:
-                got.update(fut.result())
+                got.update(fut.result(timeout=max(2 * self.hang_timeout, 30.0)))
             except Exception as exc:  # lost twice: these hits keep an empty snippet
                 msg = f"snippets: {type(exc).__name__}: {exc}".splitlines()[0]
                 result.failures += [Failure(p, "worker-lost", msg) for p, _ in wanted]

@@ -273,7 +273,7 @@ def test_hung_worker_is_timed_out_and_its_shard_moved(client, lib_paths):
     """A worker that stops answering (SIGSTOP: alive, not dead) costs one
     hang_timeout; its shard is answered by the other worker, and later
     queries skip it (quarantine) instead of waiting again."""
-    lib = libdask.Library(lib_paths, client, hang_timeout=2.0)
+    lib = libdask.Library(lib_paths, client, hang_timeout=4.0)
     want = local_hits(lib_paths, LIB_WORD, 1000)
     assert as_rows(lib.search(LIB_WORD, 1000)) == want  # the actors exist now
     before = lib.shards()
