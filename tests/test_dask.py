@@ -348,3 +348,17 @@ def test_resident_queries_bypass_the_scheduler(client, lib_paths, monkeypatch):
         assert as_rows(got) == local_hits(lib_paths, LIB_WORD, 10) and got.failures == []
         assert lib.suggest("ledger", 5).failures == []
     assert client.run_on_scheduler(_count_proxy_calls) == before
+
+
+@pytest.mark.parametrize("via", ["actors", "tasks"])
+def test_query_object_and_unicode_query(client, lib_paths, via):
+    """A Query object goes pickled (text goes as msgpack): the local answer."""
+    from libzim.search import Query
+    lib = libdask.Library(lib_paths, client)
+    got = lib.search(Query().set_query(RARE_WORD), 1000, via=via)
+    assert as_rows(got) == local_hits(lib_paths, RARE_WORD, 1000) and got.failures == []
+    # A lone surrogate: msgpack cannot send it (so it goes pickled) and the
+    # searcher rejects it, locally too: every archive reported, no exception.
+    got = lib.search(f"{LIB_WORD} \udcff", 10, via=via)
+    assert got.hits == [] and [(f.archive, f.kind) for f in got.failures] == [(p, "error") for p in lib_paths]
+    assert all("UnicodeEncodeError" in f.message for f in got.failures)
