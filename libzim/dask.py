@@ -217,7 +217,7 @@ _delaying = 0  # actor calls that entered their test delay (tests poll it)
 
 class _ShardServer:
     """Resident on one worker (a Dask actor): the client calls it directly,
-    worker to client, without the scheduler.  It holds no archives itself: they
+    client to worker, without the scheduler.  It holds no archives itself: they
     stay in this process's module caches above, shared with the task path.
 
     Its methods are coroutines, so Dask runs them on the worker's event loop
