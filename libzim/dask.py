@@ -423,7 +423,7 @@ class Library:
             # Not client.scheduler_info(): the client's periodic refresh
             # overwrites the dict it returns with one without workers, so
             # another thread can read an empty cluster from it.
-            info = self.client.sync(self.client.scheduler.identity, n_workers=-1)
+            info = self.client.sync(self.client.scheduler.identity)  # every worker, by default
             workers = sorted(info["workers"])
             with self._lock:
                 self._workers = (now, workers)
