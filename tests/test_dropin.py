@@ -508,4 +508,7 @@ def test_random_entry_without_front_articles(tmp_path):
             c.add_item(Page(name, name, b"<html><body>x</body></html>", {writer.Hint.FRONT_ARTICLE: False}))
     with Archive(out) as a:
         assert a.article_count == 2
-        assert a.get_random_entry().path in {"a.html", "b.html"}
+        # Drawn from the v0 listing, which also lists the M/Counter metadata
+        # (libzim 8.1.1: about a third of 300 draws): never a KeyError.
+        drawn = {a.get_random_entry().path for _ in range(100)}
+        assert {"a.html", "b.html"} & drawn and drawn <= {"a.html", "b.html", "Counter"}
