@@ -233,9 +233,7 @@ static PyObject *item_text_of(PyObject *self, int main_only, size_t max_chars) {
     NOGIL(rc = zs_item_text(it->h, main_only, max_chars, &buf, &len, &err));
     if (rc < 0)
         return zc_raise(st, &err, it->archive->name);
-    PyObject *r = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)len, "strict");
-    zs_buffer_free(buf);
-    return r;
+    return zc_take_str(buf, len);
 }
 
 static PyObject *item_get_text(PyObject *self, PyObject *args, PyObject *kw) {

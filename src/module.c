@@ -136,9 +136,7 @@ static PyObject *snippet_hook(PyObject *m, PyObject *const *args, Py_ssize_t nar
     PyBuffer_Release(&html);
     if (rc < 0)
         return zc_raise(st, &err, NULL);
-    PyObject *r = PyUnicode_DecodeUTF8(out, (Py_ssize_t)len, "strict");
-    zs_buffer_free(out);
-    return r;
+    return zc_take_str(out, len);
 }
 
 /* _html_text(html: bytes, main_only: bool, max_chars: int | None) -> str */
@@ -164,9 +162,7 @@ static PyObject *html_text_hook(PyObject *m, PyObject *const *args, Py_ssize_t n
     PyBuffer_Release(&html);
     if (rc < 0)
         return zc_raise(st, &err, NULL);
-    PyObject *r = PyUnicode_DecodeUTF8(out, (Py_ssize_t)len, "strict");
-    zs_buffer_free(out);
-    return r;
+    return zc_take_str(out, len);
 }
 
 static long set_guard_pause(long us) { return atomic_exchange(&zc_guard_pause_us, us); }

@@ -62,6 +62,13 @@ static inline PyObject *zc_str(zs_str s) {
     return PyUnicode_DecodeUTF8(s.ptr, (Py_ssize_t)s.len, "replace");
 }
 
+/* A str from a buffer the shim built (its own UTF-8 output), freed here. */
+static inline PyObject *zc_take_str(char *buf, size_t len) {
+    PyObject *r = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)len, "strict");
+    zs_buffer_free(buf);
+    return r;
+}
+
 /*
  * Keeps a native handle alive while calls that released the GIL use it, so
  * that close() from another thread never frees it under them: close() marks

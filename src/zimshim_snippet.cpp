@@ -1642,6 +1642,7 @@ IndexLanguage index_language(const zim::Archive &a) {
 
 namespace {
 
+// A result string as a malloc'ed, NUL-terminated copy (zs_buffer_free frees it).
 int give(const std::string &r, char **out, size_t *outlen) {
     char *buf = static_cast<char *>(std::malloc(r.size() + 1));
     if (!buf)
@@ -1673,14 +1674,6 @@ extern "C" int zs_snippet_test(const char *html, size_t len, const char *query, 
         zsnip::IndexLanguage lang;
         lang.language = language;
         zsnip::Snippeter s(std::string(query, qlen), lang);
-        std::string r = s.make(html, len);
-        char *buf = static_cast<char *>(std::malloc(r.size() + 1));
-        if (!buf)
-            throw std::bad_alloc();
-        std::memcpy(buf, r.data(), r.size());
-        buf[r.size()] = '\0';
-        *out = buf;
-        *outlen = r.size();
-        return 0;
+        return give(s.make(html, len), out, outlen);
     });
 }
