@@ -1,0 +1,103 @@
+"""Every code example of the documentation runs, as written.
+
+The pages of docs/ show Python only by including a file (pymdownx.snippets'
+`--8<-- "docs/examples/NAME.py"`), never as text of their own; each included
+file is run here (examples/serve_mount.py, a server, by the test named in
+ELSEWHERE) against an archive written by the writing example itself, and its
+output checked.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT, child_python
+
+DOCS = REPO_ROOT / "docs"
+EXAMPLES = DOCS / "examples"
+# Example file -> strings its output must hold (run with the written archive).
+RUN_HERE = {
+    "docs/examples/read_archive.py": ["3 entries, main page: home", "title: My archive", "Event loop text/html",
+                                      "The event loop runs callbacks.", "  parser Parser"],
+    "docs/examples/search_threads.py": ["'event loop': [('loop', 100)", "<b>Event</b> <b>loop</b>",
+                                        "suggestion: parser Parser"],
+    "docs/examples/article_text.py": ["The event loop runs callbacks.", "parser Parser\nThe parser reads the event stream."],
+    "docs/examples/pickling.py": ["bytes pickled", "['loop', 'home']", "b'<html><head><title>Event loop</title>"],
+    "docs/examples/dask_library.py": ["'loop', 100, '<b>Event</b> <b>loop</b>", "failures: []"],
+    "examples/usage.py": ["-> home: text/html", "loop Event loop 100", "failed checks: none"],
+}
+WRITER = "docs/examples/write_archive.py"
+# Included by a page, run by another test (a server: tests/test_serve.py mounts it).
+ELSEWHERE = {"examples/serve_mount.py": "tests/test_serve.py"}
+FENCE = re.compile(r"^(?P<indent> *)(?P<fence>```+|~~~+)(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)(?P=fence)\s*$",
+                   re.M | re.S)
+INCLUDE = re.compile(r'^\s*--8<--\s+"([^"]+)"\s*$')
+
+
+def run(path: Path, *args: object) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(path), *map(str, args)], capture_output=True, text=True,
+                          timeout=120, **child_python())
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("docs") / "example.zim"
+    proc = run(REPO_ROOT / WRITER, path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"wrote {path}" in proc.stdout
+    return path
+
+
+@pytest.mark.parametrize("example", sorted(RUN_HERE))
+def test_example_runs(archive, example):
+    if example.endswith("dask_library.py"):
+        pytest.importorskip("distributed")
+    proc = run(REPO_ROOT / example, archive)
+    assert proc.returncode == 0, proc.stderr
+    for expected in RUN_HERE[example]:
+        assert expected in proc.stdout, f"{example}: {expected!r} not in its output:\n{proc.stdout}"
+
+
+def test_writing_example_leaves_no_file_when_the_block_raises(tmp_path):
+    # What the writing example's last comment says: an exception in the block leaves no file.
+    out = tmp_path / "out.zim"
+    code = (REPO_ROOT / WRITER).read_text().replace('creator.set_mainpath("home")', 'raise SystemExit(3)')
+    script = tmp_path / "write_fails.py"
+    script.write_text(code)
+    proc = run(script, out)
+    assert proc.returncode == 3, proc.stderr
+    assert not out.exists()
+
+
+def python_blocks(text: str) -> list[str]:
+    return [m["body"] for m in FENCE.finditer(text) if m["info"].strip().split(" ")[:1] in (["python"], ["py"])]
+
+
+def test_every_python_block_in_the_docs_is_an_included_tested_file():
+    tested = {*RUN_HERE, WRITER, *ELSEWHERE}
+    pages = sorted(DOCS.rglob("*.md"))
+    assert pages, "no pages under docs/"
+    problems = []
+    for page in pages:
+        for body in python_blocks(page.read_text(encoding="utf-8")):
+            lines = [line for line in body.splitlines() if line.strip()]
+            included = [INCLUDE.match(line) for line in lines]
+            if not lines or not all(included):
+                problems.append(f"{page.relative_to(REPO_ROOT)}: a python block that is not an included file:\n{body}")
+                continue
+            problems += [f"{page.relative_to(REPO_ROOT)}: includes {m[1]}, which no test runs"
+                         for m in included if m and m[1] not in tested]
+    assert not problems, "\n".join(problems)
+
+
+def test_every_example_file_is_run():
+    files = {f"docs/examples/{p.name}" for p in EXAMPLES.glob("*.py")}
+    assert files, "no examples under docs/examples/"
+    assert files <= {*RUN_HERE, WRITER}, f"not run by this test: {sorted(files - {*RUN_HERE, WRITER})}"
+    for example, test in ELSEWHERE.items():
+        assert Path(example).stem in (REPO_ROOT / test).read_text(), f"{test} does not run {example}"

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The documentation site: installs requirements-docs.txt (pip, only when something
+# is missing), builds docs/ with `mkdocs build --strict` (any warning is an error:
+# broken links between pages or to headings, a missing included example, a page
+# left out of the navigation), then checks that every public name is in the
+# generated API reference with a docstring (tools/docs_check.py).
+#   bash tools/docs.sh [SITE_DIR]      default: a tmp dir, removed at exit
+# The reference is generated from the checkout's libzim (stubs + the built
+# extension's docstrings): it is built in place first if it is not.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+STEP_PREFIX=docs.sh
+. tools/steps.sh
+PY=${PYTHON:-python3}
+root=$PWD
+export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" NO_MKDOCS_2_WARNING=1
+
+step_start "pip requirements (requirements-docs.txt)"
+if "$PY" tools/requirements_met.py requirements-docs.txt 2>/dev/null; then
+    step_done "pip requirements: all installed already"
+else
+    "$PY" -m pip install -q --disable-pip-version-check -r requirements-docs.txt
+    step_done "pip requirements: installed"
+fi
+
+checkout_built() { (cd /tmp && "$PY" -c 'import sys, libzim._libzim as m; sys.exit(not m.__file__.startswith(sys.argv[1]))' "$root/libzim/"); }
+if ! checkout_built 2>/dev/null; then
+    step "build the extension in place (setup.py build_ext --inplace)" "$PY" setup.py build_ext --inplace -q
+fi
+
+if [ $# -ge 1 ]; then
+    site=$1
+else
+    site=$(mktemp -d /tmp/libzim-c-docs.XXXXXX)
+    trap 'rm -rf "$site"' EXIT
+fi
+# Not -q: mkdocs counts strict-mode warnings only among the messages it logs.
+build() { "$PY" -m mkdocs build --strict --site-dir "$site" 2>&1 | grep -v '^INFO' || true; test "${PIPESTATUS[0]}" -eq 0; }
+step "mkdocs build --strict (into $site)" build
+step "docs_check: public names in the reference, cited tests" "$PY" tools/docs_check.py "$site"
