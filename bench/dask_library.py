@@ -27,7 +27,7 @@ processes (empty shards), and one worker serving 100 small archives (one
 node's share of 10,000 archives on 100 nodes) measured for real; the
 100-node figures are the model built from those two.
 
-Also measured, for the README's sizing: per-archive open time (Archive +
+Also measured, for the sizing in docs/guides/dask.md: per-archive open time (Archive +
 Searcher + first query), PSS per open archive with its Searcher after the
 queries ran, and the round-trip of an empty Dask task per worker.
 

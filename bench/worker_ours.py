@@ -25,7 +25,7 @@ SNIPPET_ENGINE = os.environ.get("BENCH_SNIPPET_ENGINE", "libzim-c")
 
 
 # The library's cluster cache is python-libzim's: 16 MiB for the process. The
-# figures in the README were measured with a cache of 32 clusters per file (up
+# figures in the docs were measured with a cache of 32 clusters per file (up
 # to 64 MiB with 2 MiB clusters), which the benchmark keeps: 64 MiB per archive
 # opened (BENCH_CLUSTER_CACHE_MIB per archive to change it).
 CLUSTER_CACHE_MIB = int(os.environ.get("BENCH_CLUSTER_CACHE_MIB", "64"))

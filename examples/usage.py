@@ -1,5 +1,5 @@
 # pyright: strict
-"""The README's usage example as a program, type-checked against the installed package.
+"""The usage example of docs/getting-started.md as a program, type-checked against the installed package.
 
     python examples/usage.py ARCHIVE [ENTRY_PATH] [QUERY] [TITLE_PREFIX]
 
@@ -9,7 +9,7 @@ demo` prints its path) is ~/.cache/libzim-c/python3-doc__python3-doc_*.zim.
 
 tools/test.sh checks this file with `mypy --strict` and pyright against the
 package installed from the sdist, so the shipped stubs are what a user's type
-checker sees. The annotations below are the types the README promises.
+checker sees. The annotations below are the types the documentation promises.
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ def child_python(**env: str) -> dict[str, Any]:
 
 
 # Where libzim releases behave differently, a test states what each release does
-# (README, "Debian 13 / libzim 9"): 8.1.1 is Debian 12's, 9.2.3 Debian 13's. A libzim
+# (docs/libzim-versions.md): 8.1.1 is Debian 12's, 9.2.3 Debian 13's. A libzim
 # with no measured expectation fails those tests instead of passing unchecked.
 LIBZIM_VERSION = libzim.version.get_libzim_version()
 LIBZIM_MAJOR = int(LIBZIM_VERSION.split(".")[0])
@@ -154,7 +154,7 @@ def pytest_terminal_summary(terminalreporter) -> None:
     if _suite_skipped:
         terminalreporter.write_line(
             f"{len(_suite_skipped)} tests need the zim-testing-suite archives: not found at {SUITE}, "
-            "skipped; see README, \"Test data\" (LIBZIM_C_TEST_DATA, LIBZIM_C_REQUIRE_TEST_DATA)"
+            "skipped; see docs/contributing.md, \"Test data\" (LIBZIM_C_TEST_DATA, LIBZIM_C_REQUIRE_TEST_DATA)"
         )
 
 

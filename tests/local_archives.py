@@ -1,6 +1,6 @@
 """Test archives built at test time, from this repository alone.
 
-The default suite must pass on a bare clone (README, "Test data"): these stand in
+The default suite must pass on a bare clone (docs/contributing.md, "Test data"): these stand in
 for the shared zim-testing-suite archives, written by our own writer
 (libzim.writer over Debian's libzim) into a tmp dir. Each builder returns what
 it wrote (paths, titles, mimetypes, bytes, redirects, metadata): that record,

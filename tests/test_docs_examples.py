@@ -4,7 +4,8 @@ The pages of docs/ show Python only by including a file (pymdownx.snippets'
 `--8<-- "docs/examples/NAME.py"`), never as text of their own; each included
 file is run here (examples/serve_mount.py, a server, by the test named in
 ELSEWHERE) against an archive written by the writing example itself, and its
-output checked.
+output checked. The README's example, which GitHub shows without includes, is
+taken from README.md and run the same way.
 """
 
 from __future__ import annotations
@@ -101,3 +102,22 @@ def test_every_example_file_is_run():
     assert files <= {*RUN_HERE, WRITER}, f"not run by this test: {sorted(files - {*RUN_HERE, WRITER})}"
     for example, test in ELSEWHERE.items():
         assert Path(example).stem in (REPO_ROOT / test).read_text(), f"{test} does not run {example}"
+
+
+def test_readme_example_runs(archive, tmp_path):
+    blocks = python_blocks((REPO_ROOT / "README.md").read_text(encoding="utf-8"))
+    assert len(blocks) == 1, "README.md should hold one python example"
+    script = tmp_path / "readme_example.py"
+    script.write_text(blocks[0])
+    proc = run(script, archive)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.splitlines()
+    assert out[0] == f"home text/html {len(bytes(_content(archive, 'home')))}"
+    assert any(line.startswith("loop Event loop 100 <b>Event</b> <b>loop</b>") for line in out), proc.stdout
+
+
+def _content(path: Path, entry: str) -> bytes:
+    from libzim.reader import Archive
+
+    with Archive(path) as a:
+        return bytes(a.get_entry_by_path(entry).get_item().content)

@@ -476,7 +476,7 @@ with writer.Creator({str(tmp_path / "quiet.zim")!r}).config_verbose(False) as c:
     assert out.stdout.splitlines() == ["Resolve redirect", "set index"]
 
 
-# ---- where libzim-c is stricter than python-libzim (README, "Errors") --------
+# ---- where libzim-c is stricter than python-libzim (docs/guides/errors.md) --------
 # Each of these is a programming error that python-libzim lets through as
 # something else; the expectations are python-libzim 3.13.1's measured answers
 # and ours.

@@ -1,4 +1,4 @@
-"""examples/usage.py (the README's example) runs on archives whose main page is not main.html."""
+"""examples/usage.py (the usage example of docs/getting-started.md) runs on archives whose main page is not main.html."""
 
 from __future__ import annotations
 

@@ -157,7 +157,7 @@ def open_descriptors_on(path) -> int:
 
 
 def test_close_releases_the_file_when_derived_objects_are_gone(tmp_path):
-    # As the README says: close() releases nothing while derived objects live.
+    # As docs/differences.md says: close() releases nothing while derived objects live.
     path = tmp_path / "small.zim"
     path.write_bytes(SMALL.read_bytes())
     a = Archive(path)

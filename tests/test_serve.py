@@ -293,8 +293,8 @@ def test_search_rss(client):
 
 def test_search_across_languages(client):
     # libzim 8.1.1 reads OR as an operator: one request finds both books' pages.
-    # libzim 9 reads it as a word every page must hold (README, "Debian 13 /
-    # libzim 9"), so there each word is its own request over both books.
+    # libzim 9 reads it as a word every page must hold (docs/libzim-versions.md),
+    # so there each word is its own request over both books.
     patterns = per_libzim(libzim8=["quorvex OR wumpkit"], libzim9=["quorvex", "wumpkit"])
     by_book: dict[str, set[str]] = {}
     for pattern in patterns:

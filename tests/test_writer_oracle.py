@@ -4,7 +4,7 @@ project's writer, both read back with our reader.
 
 The reference bundles libzim 9; this project links Debian's libzim 8.1.1. The
 differences that come from libzim 8 against 9, and only those, are allowed
-(README, "Writer differences"):
+(docs/guides/writing.md, "Differences from python-libzim 3.13.1"):
 - libzim 8 also writes the v0 title listing (`listing/titleOrdered/v0`);
 - the Xapian databases are the same queries' answers, not the same bytes.
 """

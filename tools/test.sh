@@ -37,7 +37,7 @@ venv() {
 step "fresh venv with the wheel and requirements-test.txt" venv
 cd "$work"  # nothing of the checkout on sys.path from here on
 step "stubtest against the installed wheel" "$venv_py" -m mypy.stubtest libzim
-# The README's example, type-checked against the installed package's stubs.
+# The usage example (docs/getting-started.md), type-checked against the installed package's stubs.
 step "mypy --strict examples/usage.py" "$venv_py" -m mypy --strict "$root/examples/usage.py"
 step "pyright examples/usage.py" "$PY" -m pyright --pythonpath "$venv_py" "$root/examples/usage.py"
 step "pytest (installed wheel)" env LIBZIM_C_TEST_INSTALLED=1 "$venv_py" -m pytest -q -p no:cacheprovider "$root/tests" "$@"
