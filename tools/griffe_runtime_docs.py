@@ -11,7 +11,8 @@ docstring the stubs lack from the imported object itself.
 
 Only modules, classes, functions, methods and properties take their runtime
 docstring: a constant's __doc__ is its type's, not its own. A class's
-docstring is its own (__dict__['__doc__']), never one inherited from a base,
+docstring is its own (__dict__['__doc__']), never one inherited from a base
+(a method overridden without a docstring shows its base's, as help() does),
 and a C type's slot wrappers (__init__, __eq__, ...) have CPython's generic
 text, which is left out.
 """
@@ -28,27 +29,35 @@ _NOTHING = object()
 _SLOT_WRAPPERS = (type(object.__init__), type(object().__str__))
 
 
-def _runtime(path: str) -> Any:
-    """The object at a dotted path, importing the longest module prefix."""
+def _runtime(path: str) -> tuple[Any, Any]:
+    """The object at a dotted path, importing the longest module prefix, and the
+    class it was found on (None for a module's member)."""
     parts = path.split(".")
     for cut in range(len(parts), 0, -1):
         try:
             obj = importlib.import_module(".".join(parts[:cut]))
         except ImportError:
             continue
+        owner = None
         for name in parts[cut:]:
-            obj = inspect.getattr_static(obj, name, _NOTHING) if inspect.isclass(obj) else getattr(obj, name, _NOTHING)
+            if inspect.isclass(obj):
+                owner, obj = obj, inspect.getattr_static(obj, name, _NOTHING)
+            else:
+                owner, obj = None, getattr(obj, name, _NOTHING)
             if obj is _NOTHING:
-                return _NOTHING
-        return obj
-    return _NOTHING
+                return _NOTHING, None
+        return obj, owner
+    return _NOTHING, None
 
 
-def _own_doc(obj: Any) -> str | None:
+def _own_doc(obj: Any, owner: Any = None) -> str | None:
     if isinstance(obj, _SLOT_WRAPPERS):
         return None  # __init__, __eq__, ... of a C type: CPython's generic text
     if isinstance(obj, (classmethod, staticmethod)):
         obj = obj.__func__
+    if owner is not None and inspect.isfunction(obj) and not obj.__doc__:
+        # A Python override without a docstring: its base's, as help() shows it.
+        return inspect.getdoc(getattr(owner, obj.__name__, None))
     if inspect.isclass(obj):
         doc = obj.__dict__.get("__doc__")
     elif inspect.ismodule(obj) or callable(obj) or inspect.isdatadescriptor(obj) or inspect.ismethoddescriptor(obj):
@@ -81,6 +90,6 @@ class RuntimeDocstrings(griffe.Extension):
         for obj in _walk(pkg, set()):
             if obj.docstring is not None and obj.docstring.value.strip():
                 continue
-            doc = _own_doc(_runtime(obj.path))
+            doc = _own_doc(*_runtime(obj.path))
             if doc is not None:
                 obj.docstring = griffe.Docstring(doc, parent=obj)
