@@ -20,8 +20,9 @@ each problem, when:
 - a public name has no docstring in what the reference renders: the objects
   loaded by griffe as mkdocstrings loads them (the stubs, with the
   docstrings filled in from the imported objects by tools/griffe_runtime_docs.py).
-  A dataclass field or a class attribute counts as documented when the class's
-  docstring names it (that is where the reference shows it to the reader).
+  A data attribute (a dataclass field, an enum member, a constant) counts as
+  documented when the docstring of its class or module names it (the
+  reference shows that text right above it).
 - a page cites a test as `tests/FILE.py::NAME` (the differences table links
   each row to its test) and that file has no such test function or class.
 
@@ -156,7 +157,7 @@ def documented(pkg, path: str) -> bool:
         return False
     if obj.docstring is not None and obj.docstring.value.strip():
         return True
-    if obj.is_attribute and obj.parent is not None and obj.parent.is_class:
+    if obj.is_attribute and obj.parent is not None:
         doc = obj.parent.docstring.value if obj.parent.docstring else ""
         return re.search(rf"\b{re.escape(obj.name)}\b", doc) is not None
     return False

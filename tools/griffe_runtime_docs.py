@@ -56,6 +56,8 @@ def _own_doc(obj: Any, owner: Any = None) -> str | None:
     if isinstance(obj, (classmethod, staticmethod)):
         obj = obj.__func__
     if owner is not None and inspect.isfunction(obj) and not obj.__doc__:
+        if obj.__name__.startswith("__"):
+            return None  # __init__ and the like: a base's would be object's generic text
         # A Python override without a docstring: its base's, as help() shows it.
         return inspect.getdoc(getattr(owner, obj.__name__, None))
     if inspect.isclass(obj):
@@ -88,6 +90,13 @@ class RuntimeDocstrings(griffe.Extension):
         if pkg.name != "libzim":
             return
         for obj in _walk(pkg, set()):
+            if obj.is_attribute and obj.docstring is not None:
+                # Griffe's inspection of the compiled module gives a constant the
+                # docstring of its value's type (a tuple's "Built-in immutable
+                # sequence..."): that text describes tuples, not this name.
+                value, _ = _runtime(obj.path)
+                if value is not _NOTHING and obj.docstring.value.strip() == inspect.cleandoc(type(value).__doc__ or ""):
+                    obj.docstring = None
             if obj.docstring is not None and obj.docstring.value.strip():
                 continue
             doc = _own_doc(*_runtime(obj.path))
