@@ -217,15 +217,15 @@ def check_reference(site: Path) -> list[str]:
     return problems
 
 
-def check_test_citations() -> list[str]:
+def check_test_citations(root: Path = ROOT) -> list[str]:
     problems = []
-    for md in sorted((ROOT / "docs").rglob("*.md")):
+    for md in sorted((root / "docs").rglob("*.md")):
         for file, name in TEST_CITATION.findall(md.read_text(encoding="utf-8")):
-            test = ROOT / "tests" / file
+            test = root / "tests" / file
             if not test.exists():
-                problems.append(f"{md.relative_to(ROOT)}: cites tests/{file}, which does not exist")
+                problems.append(f"{md.relative_to(root)}: cites tests/{file}, which does not exist")
             elif not re.search(rf"^\s*(?:async\s+)?(?:def|class)\s+{name}\b", test.read_text(encoding="utf-8"), re.M):
-                problems.append(f"{md.relative_to(ROOT)}: cites tests/{file}::{name}, which is not there")
+                problems.append(f"{md.relative_to(root)}: cites tests/{file}::{name}, which is not there")
     return problems
 
 
