@@ -1,12 +1,13 @@
 import os
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, Literal, Sequence
 
+from dask.dataframe import DataFrame
 from distributed import Client
 
 from libzim.search import Query
 
-__all__ = ["Library", "LibraryResult", "Hit", "Failure", "assign_shards"]
+__all__ = ["Library", "LibraryResult", "Hit", "Failure", "assign_shards", "read_archives"]
 
 @dataclass(frozen=True)
 class Hit:
@@ -63,3 +64,19 @@ class Library:
         self, text: str, count: int = 10, *, timeout: float | None = None, via: str = "actors"
     ) -> LibraryResult: ...
     def close(self) -> None: ...
+
+_Column = Literal["archive", "name", "uuid", "path", "title", "mimetype", "size", "text", "html"]
+
+def read_archives(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    columns: Sequence[_Column] | None = None,
+    text: bool = True,
+    html: bool = False,
+    entries: Literal["html", "text", "all"] = "html",
+    partition_size: int = 2000,
+    main_only: bool = True,
+    max_chars: int | None = None,
+    errors: Literal["report", "raise"] = "report",
+    untrusted: bool = False,
+) -> DataFrame: ...

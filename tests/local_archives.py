@@ -362,16 +362,18 @@ def _resolved(data: bytes, i: int) -> dict:
     raise ValueError("redirect loop")
 
 
-def touched(defect: str, data: bytes) -> int:
+def touched(defect: str, data: bytes, namespace: str | None = None) -> int:
     """For a CONTENT_FAILS defect: how many entries' content it makes unreadable,
-    counted from the edited archive's dirents (redirects count with their target)."""
+    counted from the edited archive's dirents (redirects count with their target);
+    only those of `namespace` ("C": the user entries) when given."""
     n_mimes = len(mime_types(data)) if defect != "bad_mimetype_list" else 1
     hit = {
         "bad_mimetype_in_dirent": lambda d: d["mime"] >= n_mimes,
         "bad_mimetype_list": lambda d: d["mime"] >= 1,  # the list now holds one (long) string
         "outofbounds_first_clusterptr": lambda d: d["cluster"] == 0,
     }[defect]
-    return sum(1 for i in range(header(data)["entryCount"]) if hit(_resolved(data, i)))
+    return sum(1 for i in range(header(data)["entryCount"])
+               if hit(_resolved(data, i)) and namespace in (None, dirent(data, i)["ns"]))
 
 
 # defect name (the suite's invalid.<name>.zim where the defect is the same kind)
