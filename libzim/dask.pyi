@@ -74,7 +74,7 @@ def read_archives(
     text: bool = True,
     html: bool = False,
     entries: Literal["html", "text", "all"] = "html",
-    partition_size: int = 2000,
+    partition_size: int = 1000,
     main_only: bool = True,
     max_chars: int | None = None,
     errors: Literal["report", "raise"] = "report",
