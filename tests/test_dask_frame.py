@@ -212,3 +212,13 @@ def test_read_archives_without_pandas(tmp_path):
                          text=True, env=env)
     assert out.returncode == 0, out.stderr
     assert "pip install 'libzim-c[dask]'" in out.stdout
+
+
+def test_untrusted_checks_each_archive_in_a_child(local, tmp_path):
+    missing = str(tmp_path / "missing.zim")
+    corrupt = str(local.corrupt["outofbounds_urlptrpos"])
+    paths = [str(local.small.path), missing, corrupt]
+    trusted = compute(libdask.read_archives(paths))
+    checked = compute(libdask.read_archives(paths, untrusted=True))
+    assert as_rows(checked) == as_rows(trusted)
+    assert sorted(checked.error.dropna().str.split(":").str[0]) == ["corrupt", "missing"]
