@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 from concurrent.futures import CancelledError
 import hashlib
 import math
@@ -754,6 +755,7 @@ def _failure_row(part: _Part, columns: Sequence[str], failure: tuple[str, str, s
     return tuple(values.get(c) for c in columns)
 
 
+@functools.lru_cache(maxsize=256)  # an archive has a handful of MIME types
 def _wanted(mimetype: str, entries: str) -> bool:
     base = mimetype.split(";", 1)[0].strip().lower()
     if entries == "html":
