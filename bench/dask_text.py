@@ -320,7 +320,7 @@ def main() -> None:
     records = measure(args, paths, env)
     rows = summarize(records)
     meta = {
-        "command": "python3 bench/dask_text.py " + " ".join(sys.argv[1:]),
+        "command": " ".join(["python3 bench/dask_text.py", *sys.argv[1:]]),
         "duration_s": time.monotonic() - started,
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
