@@ -78,6 +78,22 @@ def test_rows_are_the_written_html_articles(local):
     assert dict(df.dtypes) == dict(ddf.dtypes)
 
 
+def test_threads_read_what_one_thread_reads(local):
+    # Partitions of the same archives on 4 threads of one process share its
+    # archive cache and read with the GIL released: the same rows as one thread.
+    paths = [local.multi.path, local.small.path, local.split]
+    ddf = libdask.read_archives(paths, partition_size=5, entries="all", html=True)
+    assert ddf.npartitions > 8
+    one = compute(ddf)
+    libdask._opened.clear()
+    with dask.config.set(scheduler="threads", num_workers=4):
+        many = ddf.compute()
+    cols = list(one.columns)
+    assert sorted(many[cols].astype(str).itertuples(index=False, name=None)) == \
+        sorted(one[cols].astype(str).itertuples(index=False, name=None))
+    assert len(one) == len(local.multi.items) * 2 + len(local.small.items)
+
+
 def test_partitions_are_ranges_in_cluster_order(local):
     path = str(local.multi.path)
     archive = Archive(path)
