@@ -1,4 +1,6 @@
-"""Library-wide search and suggestions on Dask distributed.
+"""Library-wide search and suggestions on Dask distributed; and whole
+archives to a Dask DataFrame (``read_archives``, at the end of this module:
+one row per HTML article with its text, for ``to_parquet``).
 
     from dask.distributed import Client
     from libzim.dask import Library
