@@ -30,6 +30,8 @@ RUN_HERE = {
     "docs/examples/article_text.py": ["The event loop runs callbacks.", "parser Parser\nThe parser reads the event stream."],
     "docs/examples/pickling.py": ["bytes pickled", "['loop', 'home']", "b'<html><head><title>Event loop</title>"],
     "docs/examples/dask_library.py": ["'loop', 100, '<b>Event</b> <b>loop</b>", "failures: []"],
+    "docs/examples/dask_parquet.py": ["loop | Event loop / The event loop runs callbacks.",
+                                      "failures: ['missing: ArchiveError: "],
     "examples/usage.py": ["-> home: text/html", "loop Event loop 100", "failed checks: none"],
 }
 WRITER = "docs/examples/write_archive.py"
@@ -55,10 +57,15 @@ def archive(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("example", sorted(RUN_HERE))
-def test_example_runs(archive, example):
-    if example.endswith("dask_library.py"):
+def test_example_runs(archive, example, tmp_path):
+    args: list[object] = [archive]
+    if example.endswith(("dask_library.py", "dask_parquet.py")):
         pytest.importorskip("distributed")
-    proc = run(REPO_ROOT / example, archive)
+    if example.endswith("dask_parquet.py"):
+        pytest.importorskip("pyarrow")
+        # An output folder first; a missing archive beside the good one shows a failure row.
+        args = [tmp_path / "parquet", archive, tmp_path / "missing.zim"]
+    proc = run(REPO_ROOT / example, *args)
     assert proc.returncode == 0, proc.stderr
     for expected in RUN_HERE[example]:
         assert expected in proc.stdout, f"{example}: {expected!r} not in its output:\n{proc.stdout}"
