@@ -44,7 +44,9 @@ static void blob_dealloc(PyObject *self) {
 static PyType_Slot blob_slots[] = {
     {Py_tp_dealloc, blob_dealloc},
     {Py_bf_getbuffer, blob_getbuffer},
-    {Py_tp_doc, "Read-only bytes of an item, shared with libzim's cluster cache."},
+    {Py_tp_doc, "The read-only buffer behind Item.content: bytes of one item, shared with\n"
+                "the decoded cluster (or a copy of its stored bytes) and kept alive by\n"
+                "any memoryview of it."},
     {0, NULL},
 };
 
@@ -276,25 +278,43 @@ static PyMethodDef item_methods[] = {
     ZC_REDUCE_METHOD,
     {"get_text", (PyCFunction)(void (*)(void))item_get_text, METH_VARARGS | METH_KEYWORDS,
      "get_text($self, /, *, main_only=True, max_chars=None)\n--\n\n"
-     "The visible text of an HTML item as one str: scripts, styles, head and hidden "
-     "elements dropped, entities decoded, one line break between blocks, a tab between "
-     "table cells, whitespace collapsed except in <pre>. main_only=True also drops "
-     "navigation (nav, header, footer, aside, navigation classes); max_chars cuts the "
-     "text. text/plain and markdown items come back as they are; other MIME types raise "
-     "TypeError. Computed without the GIL."},
+     "Return the visible text of an HTML item as one str.\n\n"
+     "Scripts, styles, head and hidden elements are dropped, entities decoded,\n"
+     "one line break put between blocks and a tab between table cells, and\n"
+     "whitespace collapsed except in <pre>.  main_only=True also drops\n"
+     "navigation (nav, header, footer, aside, navigation classes); max_chars\n"
+     "cuts the text after that many characters.  text/plain and markdown\n"
+     "items come back as they are; other MIME types raise TypeError\n"
+     "(ArchiveError if the content cannot be read).  Computed in one pass\n"
+     "with the GIL released.  Not in python-libzim."},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef item_getset[] = {
     {"_archive", item_archive, NULL, "The Archive of the item.", NULL},
-    {"title", item_title, NULL, "Item title.", NULL},
-    {"path", item_path, NULL, "Item path.", NULL},
-    {"mimetype", item_mimetype, NULL, "Item MIME type.", NULL},
+    {"title", item_title, NULL,
+     "The item's title (str), as its entry has it; never enters libzim.", NULL},
+    {"path", item_path, NULL,
+     "The item's full path (str): the target's path when the entry was a redirect.", NULL},
+    {"mimetype", item_mimetype, NULL,
+     "The item's MIME type (str), such as 'text/html'; raises ArchiveError\n"
+     "when the entry names a MIME type the archive does not list (the content\n"
+     "stays readable).",
+     NULL},
     {"_index", item_index, NULL, "Entry index (path order) of the item.", NULL},
-    {"size", item_size, NULL, "Content size in bytes (reads the cluster header).", NULL},
+    {"size", item_size, NULL,
+     "Size of the content in bytes, from its cluster's offset table (decoding\n"
+     "at most the start of a compressed cluster, not the content); read once\n"
+     "(adaptive GIL release).", NULL},
     {"content", item_content, NULL,
-     "Content as a read-only, zero-copy memoryview; it stays valid on its own.", NULL},
-    {"text", item_text, NULL, "get_text() with its defaults: the article's main text.", NULL},
+     "The content as a read-only, zero-copy memoryview of bytes. Compressed\n"
+     "clusters are decoded by the binding into a cache shared by every Archive\n"
+     "of the file; the view keeps its memory alive, after eviction, close() or\n"
+     "truncation of the file. Read once per Item (adaptive GIL release);\n"
+     "bytes(item.content) copies it.", NULL},
+    {"text", item_text, NULL,
+     "The visible main text of an HTML (or plain text, markdown) item as a\n"
+     "str: get_text() with its defaults. TypeError for other MIME types.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -305,7 +325,12 @@ static PyType_Slot item_slots[] = {
     {Py_tp_getset, item_getset},
     {Py_tp_methods, item_methods},
     {Py_tp_repr, item_repr},
-    {Py_tp_doc, "The content of an entry: title, path, mimetype, size and content."},
+    {Py_tp_doc, "The content of an entry: title, path, mimetype, size, content and text.\n\n"
+                "Made by Entry.get_item() or Archive.get_metadata_item(), never by a\n"
+                "call. Immutable and safe to share between threads; it stays usable after\n"
+                "Archive.close() (it keeps the file open). Pickles as its archive and\n"
+                "path (the content is read again on the other side). python-libzim's\n"
+                "libzim.reader.Item; text and get_text() are additions."},
     {0, NULL},
 };
 
@@ -392,9 +417,17 @@ static PyObject *entry_repr(PyObject *self) {
 
 static PyMethodDef entry_methods[] = {
     {"get_redirect_entry", entry_get_redirect_entry, METH_NOARGS,
-     "get_redirect_entry($self, /)\n--\n\nThe entry this redirect points to."},
+     "get_redirect_entry($self, /)\n--\n\n"
+     "Return the Entry this redirect points to (one step: it may be a redirect\n"
+     "itself).\n\n"
+     "Raises ZimError (a RuntimeError, as python-libzim) when the entry is not\n"
+     "a redirect. Adaptive GIL release."},
     {"get_item", entry_get_item, METH_NOARGS,
-     "get_item($self, /)\n--\n\nThe Item of this entry (redirects are followed)."},
+     "get_item($self, /)\n--\n\n"
+     "Return the Item (content) of this entry, following redirects to their\n"
+     "target.\n\n"
+     "Adaptive GIL release: a lookup, usually microseconds, released only\n"
+     "while this archive's lookups have been slow lately."},
     ZC_REDUCE_METHOD,
     {NULL, NULL, 0, NULL},
 };
@@ -406,11 +439,14 @@ static PyObject *entry_archive(PyObject *self, void *c) {
 
 static PyGetSetDef entry_getset[] = {
     {"_archive", entry_archive, NULL, "The Archive of the entry.", NULL},
-    {"title", entry_title, NULL, "Entry title.", NULL},
-    {"path", entry_path, NULL, "Entry path.", NULL},
+    {"title", entry_title, NULL,
+     "The entry's title (str); the path when the entry was written without one.", NULL},
+    {"path", entry_path, NULL,
+     "The entry's full path in the archive (str), as get_entry_by_path() takes it.", NULL},
     {"_index", entry_index, NULL, "Entry index in path order.", NULL},
     {"_fd", entry_fd, NULL, "Descriptor of the native copy that found the entry (-1: multi-part).", NULL},
-    {"is_redirect", entry_is_redirect, NULL, "Whether the entry is a redirect.", NULL},
+    {"is_redirect", entry_is_redirect, NULL,
+     "True if the entry redirects to another (get_redirect_entry()), else False.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -421,7 +457,12 @@ static PyType_Slot entry_slots[] = {
     {Py_tp_methods, entry_methods},
     {Py_tp_getset, entry_getset},
     {Py_tp_repr, entry_repr},
-    {Py_tp_doc, "An entry of an archive: a path, a title, and an item or a redirect."},
+    {Py_tp_doc, "An entry of an archive: a path, a title, and an item or a redirect.\n\n"
+                "Made by Archive lookups and iterators, never by a call. Its path, title\n"
+                "and redirect flag were read in the lookup, so reading them never enters\n"
+                "libzim. Immutable and safe to share between threads; it stays usable\n"
+                "after Archive.close(). Pickles as its archive and path. python-libzim's\n"
+                "libzim.reader.Entry."},
     {0, NULL},
 };
 
@@ -536,7 +577,9 @@ static PyObject *iter_length_hint(PyObject *self, PyObject *noargs) {
 }
 
 static PyMethodDef iter_methods[] = {
-    {"__length_hint__", iter_length_hint, METH_NOARGS, "Entries left."},
+    {"__length_hint__", iter_length_hint, METH_NOARGS,
+     "__length_hint__($self, /)\n--\n\n"
+     "Return how many entries are left to yield (list() uses it to size its result)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -547,7 +590,13 @@ static PyType_Slot iter_slots[] = {
     {Py_tp_iter, PyObject_SelfIter},
     {Py_tp_iternext, iter_next},
     {Py_tp_methods, iter_methods},
-    {Py_tp_doc, "Iterator over entries; reads them natively in batches, without the GIL."},
+    {Py_tp_doc, "Iterator over entries, from Archive.iter_by_path(), iter_by_title(),\n"
+                "iter_efficient(), find_by_path() or find_by_title().\n\n"
+                "Reads entries natively in batches (8, doubling up to 256) with the GIL\n"
+                "released, so a walk hands the GIL over once per batch. Threads may share\n"
+                "one iterator: next() calls are serialised by a per-object lock (each\n"
+                "entry is yielded once). It keeps its archive usable after close(). Does\n"
+                "not pickle. Not in python-libzim."},
     {0, NULL},
 };
 
@@ -1377,89 +1426,242 @@ static PyObject *archive_repr(PyObject *self) {
     return r;
 }
 
+/* Docstrings.  The first line of each method's is its text signature
+ * (inspect.signature() and help() read it); the rest says what it returns,
+ * what it raises, and whether the GIL is released: "adaptive" calls release
+ * it only while the archive's running average of that kind of call is above
+ * 20 us (README, "GIL policy"). */
+
+PyDoc_STRVAR(a_close_doc,
+"close($self, /)\n--\n\n"
+"Close the archive: every later call on it raises ClosedError.\n\n"
+"Entries, items, content views, iterators, searchers and results made from\n"
+"it stay valid, and keep the file open until the last of them is dropped.\n"
+"A call running in another thread finishes first; the last user frees\n"
+"libzim's archive.  Idempotent.  Beyond python-libzim, which has no close().");
+
+PyDoc_STRVAR(a_enter_doc,
+"__enter__($self, /)\n--\n\n"
+"Return the archive itself; raises ClosedError if it was closed.");
+
+PyDoc_STRVAR(a_exit_doc,
+"__exit__($self, /, *exc_info)\n--\n\n"
+"Close the archive (close()) when the with block ends; never suppresses\n"
+"an exception.");
+
+PyDoc_STRVAR(a_has_entry_by_path_doc,
+"has_entry_by_path($self, /, path)\n--\n\n"
+"Return True if an entry has this path, else False.\n\n"
+"path is the entry's full path as the archive stores it (a str).\n"
+"Adaptive GIL release, like get_entry_by_path().");
+
+PyDoc_STRVAR(a_get_entry_by_path_doc,
+"get_entry_by_path($self, /, path)\n--\n\n"
+"Return the Entry at this path.\n\n"
+"A redirect is returned as itself (is_redirect is True).  Raises\n"
+"EntryNotFoundError (a KeyError and a RuntimeError, as python-libzim's\n"
+"KeyError) if there is none, ClosedError after close().  Thread-safe: a\n"
+"lookup that finds the archive's native handle busy runs on a spare copy\n"
+"of it; the GIL is released only when lookups on this archive have been\n"
+"slow lately (adaptive, 20 us).");
+
+PyDoc_STRVAR(a_has_entry_by_title_doc,
+"has_entry_by_title($self, /, title)\n--\n\n"
+"Return True if an entry has exactly this title, else False.\n\n"
+"Adaptive GIL release, like get_entry_by_title().");
+
+PyDoc_STRVAR(a_get_entry_by_title_doc,
+"get_entry_by_title($self, /, title)\n--\n\n"
+"Return the first Entry with exactly this title (title order).\n\n"
+"Raises EntryNotFoundError (a KeyError) if there is none.  Adaptive GIL\n"
+"release, like get_entry_by_path().");
+
+PyDoc_STRVAR(a_get_random_entry_doc,
+"get_random_entry($self, /)\n--\n\n"
+"Return a randomly chosen article Entry (libzim's choice).\n\n"
+"Raises EntryNotFoundError if the archive has no article.  In archives\n"
+"written by libzim 8.1.1 or 9.2.3, items added with Hint.FRONT_ARTICLE\n"
+"false are articles too.  Adaptive GIL release.");
+
+PyDoc_STRVAR(a_get_entry_by_id_doc,
+"_get_entry_by_id($self, /, entry_id)\n--\n\n"
+"Return the Entry at this index in path order (0 .. all_entry_count-1).\n\n"
+"Raises InvalidIndexError (an IndexError and an OverflowError, as\n"
+"python-libzim's) when out of range.  python-libzim's name, underscore\n"
+"included.  Adaptive GIL release.");
+
+PyDoc_STRVAR(a_get_metadata_doc,
+"get_metadata($self, /, name)\n--\n\n"
+"Return the value of the metadata entry name ('Title', 'Language', ...)\n"
+"as bytes.\n\n"
+"Raises EntryNotFoundError (a KeyError) if there is no such metadata.\n"
+"Adaptive GIL release (it reads and may decompress a cluster).");
+
+PyDoc_STRVAR(a_get_metadata_item_doc,
+"get_metadata_item($self, /, name)\n--\n\n"
+"Return the metadata entry name as an Item (its mimetype and content).\n\n"
+"Raises EntryNotFoundError (a KeyError) if there is no such metadata.\n"
+"Adaptive GIL release.");
+
+PyDoc_STRVAR(a_get_illustration_sizes_doc,
+"get_illustration_sizes($self, /)\n--\n\n"
+"Return the set of sizes (in pixels, square) the archive has\n"
+"illustrations for.\n\n"
+"Deprecated, with python-libzim 3.13's DeprecationWarning; its\n"
+"replacement get_illustration_infos() needs libzim 9.3.  Releases the GIL.");
+
+PyDoc_STRVAR(a_has_illustration_doc,
+"has_illustration($self, /, size=None)\n--\n\n"
+"Return True if there is an illustration of this size in pixels\n"
+"(None: 48, libzim's default), else False.\n\n"
+"ValueError for a negative size or one past 2**32-1.  Releases the GIL.");
+
+PyDoc_STRVAR(a_get_illustration_item_doc,
+"get_illustration_item($self, /, size=None)\n--\n\n"
+"Return the Item of the illustration (a PNG) of this size in pixels\n"
+"(None: 48).\n\n"
+"Raises EntryNotFoundError (a KeyError) if there is none, ValueError for a\n"
+"size out of range.  Adaptive GIL release.");
+
+PyDoc_STRVAR(a_check_doc,
+"check($self, /)\n--\n\n"
+"Return True if the archive has a checksum and its bytes match it, else\n"
+"False.\n\n"
+"Reads the whole file (all parts) with the GIL released: other threads\n"
+"run meanwhile, and may keep using this archive.");
+
+PyDoc_STRVAR(a_validate_doc,
+"validate($self, /, checks=None)\n--\n\n"
+"Run libzim's integrity checks and return the names of those that\n"
+"failed, as a list of str ([] when the archive is sound).\n\n"
+"checks is an iterable of names from INTEGRITY_CHECKS ('checksum',\n"
+"'dirent_ptrs', 'dirent_order', 'title_index', 'cluster_ptrs',\n"
+"'dirent_mimetypes'); None runs them all.  ValueError for an unknown\n"
+"name, TypeError for a str.  On a ZIM 6.3 archive (written by libzim 9)\n"
+"the 'title_index' check reads its front-article title listing, which\n"
+"libzim 8.1.1's own check wrongly fails.  Runs with the GIL released.\n"
+"Beyond python-libzim.");
+
+PyDoc_STRVAR(a_iter_by_path_doc,
+"iter_by_path($self, /)\n--\n\n"
+"Return an EntryIterator over every user entry (entry_count of them), in\n"
+"path order.\n\n"
+"Entries are read in batches of up to 256 with the GIL released.\n"
+"Beyond python-libzim.");
+
+PyDoc_STRVAR(a_iter_by_title_doc,
+"iter_by_title($self, /)\n--\n\n"
+"Return an EntryIterator over the entries of the title index, in title\n"
+"order (batches read with the GIL released).  Beyond python-libzim.");
+
+PyDoc_STRVAR(a_iter_efficient_doc,
+"iter_efficient($self, /)\n--\n\n"
+"Return an EntryIterator over the entries iter_by_path() yields, in\n"
+"cluster order: the fastest order to read all content, each cluster\n"
+"decompressed once.\n\n"
+"Batches read with the GIL released.  Beyond python-libzim.");
+
+PyDoc_STRVAR(a_find_by_path_doc,
+"find_by_path($self, /, prefix)\n--\n\n"
+"Return an EntryIterator over the entries whose path starts with prefix,\n"
+"in path order (batches read with the GIL released).  Beyond\n"
+"python-libzim.");
+
+PyDoc_STRVAR(a_find_by_title_doc,
+"find_by_title($self, /, prefix)\n--\n\n"
+"Return an EntryIterator over the entries whose title starts with\n"
+"prefix, in title order (batches read with the GIL released).  Beyond\n"
+"python-libzim.");
+
 static PyMethodDef archive_methods[] = {
     ZC_REDUCE_METHOD,
-    {"close", a_close, METH_NOARGS,
-     "close($self, /)\n--\n\n"
-     "Release the archive. Later calls raise ClosedError; entries, items and content "
-     "views obtained before stay valid."},
-    {"__enter__", a_enter, METH_NOARGS, NULL},
-    {"__exit__", a_exit, METH_VARARGS, NULL},
-    {"has_entry_by_path", ZC_KW_METHOD(a_has_entry_by_path),
-     "has_entry_by_path($self, /, path)\n--\n\nWhether an entry has this path."},
-    {"get_entry_by_path", ZC_KW_METHOD(a_get_entry_by_path),
-     "get_entry_by_path($self, /, path)\n--\n\n"
-     "The Entry at path; EntryNotFoundError (a KeyError) if none."},
-    {"has_entry_by_title", ZC_KW_METHOD(a_has_entry_by_title),
-     "has_entry_by_title($self, /, title)\n--\n\nWhether an entry has this title."},
-    {"get_entry_by_title", ZC_KW_METHOD(a_get_entry_by_title),
-     "get_entry_by_title($self, /, title)\n--\n\n"
-     "The first Entry with this title; EntryNotFoundError (a KeyError) if none."},
-    {"get_random_entry", a_get_random_entry, METH_NOARGS,
-     "get_random_entry($self, /)\n--\n\nA random article entry."},
-    {"_get_entry_by_id", ZC_KW_METHOD(a_get_entry_by_id),
-     "_get_entry_by_id($self, /, entry_id)\n--\n\n"
-     "The Entry at this index (path order); InvalidIndexError (an IndexError) if out of range."},
-    {"get_metadata", ZC_KW_METHOD(a_get_metadata),
-     "get_metadata($self, /, name)\n--\n\nA metadata value as bytes."},
-    {"get_metadata_item", ZC_KW_METHOD(a_get_metadata_item),
-     "get_metadata_item($self, /, name)\n--\n\nA metadata Item."},
-    {"get_illustration_sizes", a_get_illustration_sizes, METH_NOARGS,
-     "get_illustration_sizes($self, /)\n--\n\nSizes with an illustration."},
+    {"close", a_close, METH_NOARGS, a_close_doc},
+    {"__enter__", a_enter, METH_NOARGS, a_enter_doc},
+    {"__exit__", a_exit, METH_VARARGS, a_exit_doc},
+    {"has_entry_by_path", ZC_KW_METHOD(a_has_entry_by_path), a_has_entry_by_path_doc},
+    {"get_entry_by_path", ZC_KW_METHOD(a_get_entry_by_path), a_get_entry_by_path_doc},
+    {"has_entry_by_title", ZC_KW_METHOD(a_has_entry_by_title), a_has_entry_by_title_doc},
+    {"get_entry_by_title", ZC_KW_METHOD(a_get_entry_by_title), a_get_entry_by_title_doc},
+    {"get_random_entry", a_get_random_entry, METH_NOARGS, a_get_random_entry_doc},
+    {"_get_entry_by_id", ZC_KW_METHOD(a_get_entry_by_id), a_get_entry_by_id_doc},
+    {"get_metadata", ZC_KW_METHOD(a_get_metadata), a_get_metadata_doc},
+    {"get_metadata_item", ZC_KW_METHOD(a_get_metadata_item), a_get_metadata_item_doc},
+    {"get_illustration_sizes", a_get_illustration_sizes, METH_NOARGS, a_get_illustration_sizes_doc},
     {"has_illustration", (PyCFunction)(void (*)(void))a_has_illustration,
-     METH_FASTCALL | METH_KEYWORDS,
-     "has_illustration($self, /, size=None)\n--\n\n"
-     "Whether an illustration of this size (default 48) exists."},
+     METH_FASTCALL | METH_KEYWORDS, a_has_illustration_doc},
     {"get_illustration_item", (PyCFunction)(void (*)(void))a_get_illustration_item,
-     METH_FASTCALL | METH_KEYWORDS,
-     "get_illustration_item($self, /, size=None)\n--\n\n"
-     "The illustration Item of this size (default 48)."},
-    {"check", a_check, METH_NOARGS,
-     "check($self, /)\n--\n\nWhether the archive has a checksum and matches it."},
+     METH_FASTCALL | METH_KEYWORDS, a_get_illustration_item_doc},
+    {"check", a_check, METH_NOARGS, a_check_doc},
     {"validate", (PyCFunction)(void (*)(void))a_validate, METH_VARARGS | METH_KEYWORDS,
-     "validate($self, /, checks=None)\n--\n\n"
-     "Run libzim's integrity checks (all by default); returns the names of those that failed."},
-    {"iter_by_path", a_iter_by_path, METH_NOARGS,
-     "iter_by_path($self, /)\n--\n\nEvery user entry, in path order."},
-    {"iter_by_title", a_iter_by_title, METH_NOARGS,
-     "iter_by_title($self, /)\n--\n\nEvery entry of the title index, in title order."},
-    {"iter_efficient", a_iter_efficient, METH_NOARGS,
-     "iter_efficient($self, /)\n--\n\n"
-     "Every entry, in cluster order: the fastest way to read all content."},
-    {"find_by_path", ZC_KW_METHOD(a_find_by_path),
-     "find_by_path($self, /, prefix)\n--\n\nEntries whose path starts with prefix."},
-    {"find_by_title", ZC_KW_METHOD(a_find_by_title),
-     "find_by_title($self, /, prefix)\n--\n\nEntries whose title starts with prefix."},
+     a_validate_doc},
+    {"iter_by_path", a_iter_by_path, METH_NOARGS, a_iter_by_path_doc},
+    {"iter_by_title", a_iter_by_title, METH_NOARGS, a_iter_by_title_doc},
+    {"iter_efficient", a_iter_efficient, METH_NOARGS, a_iter_efficient_doc},
+    {"find_by_path", ZC_KW_METHOD(a_find_by_path), a_find_by_path_doc},
+    {"find_by_title", ZC_KW_METHOD(a_find_by_title), a_find_by_title_doc},
     {NULL, NULL, 0, NULL},
 };
 
+/* Properties read from what the open gathered never enter libzim; the
+ * counts and index flags marked "read once" are asked of libzim (GIL
+ * released) the first time and kept.  The public ones raise ClosedError
+ * after close(), except filename and closed. */
 static PyGetSetDef archive_getset[] = {
-    {"filename", a_filename, NULL, "Path of the archive (pathlib.Path).", NULL},
-    {"closed", a_closed, NULL, "Whether close() was called.", NULL},
+    {"filename", a_filename, NULL,
+     "The path the archive was opened with, as a pathlib.Path (readable after\n"
+     "close()).", NULL},
+    {"closed", a_closed, NULL,
+     "True once close() was called (or the with block ended), else False.", NULL},
     {"_range", a_range, NULL, "(offset, size) when opened inside a larger file, else None.", NULL},
     {"_spares", a_spares, NULL, "Native copies made for concurrent lookups so far.", NULL},
     {"_cluster_cache", a_cluster_cache, NULL,
-     "Identity of the decoded-cluster cache shared by Archives of the same file, or None.", NULL},
-    {"filesize", a_filesize, NULL, "Size of the archive in bytes (all parts).", NULL},
-    {"all_entry_count", a_all_entry_count, NULL, "Number of entries, internal ones included.", NULL},
-    {"entry_count", a_entry_count, NULL, "Number of user entries.", NULL},
-    {"article_count", a_article_count, NULL, "Number of articles.", NULL},
-    {"media_count", a_media_count, NULL, "Number of media entries.", NULL},
-    {"has_main_entry", a_has_main_entry, NULL, "Whether a main entry is set.", NULL},
-    {"main_entry", a_main_entry, NULL, "The main Entry.", NULL},
-    {"uuid", a_uuid, NULL, "Archive UUID (uuid.UUID).", NULL},
-    {"has_new_namespace_scheme", a_has_new_namespace_scheme, NULL, "Whether the archive uses the namespace-less scheme.", NULL},
-    {"is_multipart", a_is_multipart, NULL, "Whether the archive is split in parts.", NULL},
-    {"has_fulltext_index", a_has_fulltext_index, NULL, "Whether a Xapian full-text index is present.", NULL},
-    {"has_title_index", a_has_title_index, NULL, "Whether a title index is present.", NULL},
-    {"has_checksum", a_has_checksum, NULL, "Whether the archive stores a checksum.", NULL},
-    {"checksum", a_checksum, NULL, "The stored checksum (hex), or ''.", NULL},
-    {"metadata_keys", a_metadata_keys, NULL, "Names of the metadata entries.", NULL},
+     "Identity of the decoded-cluster cache shared by Archives of the same\n"
+     "file, or None.", NULL},
+    {"filesize", a_filesize, NULL,
+     "Size of the archive in bytes (the sum of all parts of a multi-part archive).", NULL},
+    {"all_entry_count", a_all_entry_count, NULL,
+     "Number of entries, metadata and other internal entries included (valid\n"
+     "_get_entry_by_id() ids are 0 to this minus 1).", NULL},
+    {"entry_count", a_entry_count, NULL,
+     "Number of user entries: what iter_by_path() yields (every entry with the\n"
+     "old namespace scheme).", NULL},
+    {"article_count", a_article_count, NULL,
+     "Number of articles, as libzim counts them (with the v0 title listing of\n"
+     "libzim 8.1.1 and 9.2.3 writers, items added without Hint.FRONT_ARTICLE\n"
+     "too); read once.",
+     NULL},
+    {"media_count", a_media_count, NULL,
+     "Number of media entries (images, video and audio, as libzim counts\n"
+     "them); read once.", NULL},
+    {"has_main_entry", a_has_main_entry, NULL,
+     "True if the archive names a main entry (main_entry), else False.", NULL},
+    {"main_entry", a_main_entry, NULL,
+     "The main (home page) Entry, often a redirect; raises EntryNotFoundError\n"
+     "if the archive has none. A lookup (adaptive GIL release).", NULL},
+    {"uuid", a_uuid, NULL,
+     "The archive's 16-byte identifier from its header, as a uuid.UUID.", NULL},
+    {"has_new_namespace_scheme", a_has_new_namespace_scheme, NULL,
+     "True if the archive uses the namespace-less scheme (libzim 7+ writers;\n"
+     "user content in 'C'), False for the old A/I/M/... namespaces.", NULL},
+    {"is_multipart", a_is_multipart, NULL,
+     "True if the archive is split into parts (name.zimaa, name.zimab, ...).", NULL},
+    {"has_fulltext_index", a_has_fulltext_index, NULL,
+     "True if the archive has a Xapian full-text index for Searcher; read once.", NULL},
+    {"has_title_index", a_has_title_index, NULL,
+     "True if the archive has a Xapian title index for suggestions; read once.", NULL},
+    {"has_checksum", a_has_checksum, NULL,
+     "True if the archive's header points to an MD5 checksum (see check()).", NULL},
+    {"checksum", a_checksum, NULL,
+     "The stored MD5 checksum as 32 hex digits, or '' if the archive has none.", NULL},
+    {"metadata_keys", a_metadata_keys, NULL,
+     "Names of the metadata entries, as a list of str (get_metadata() reads\n"
+     "one). Read with the GIL released.", NULL},
     {"dirent_cache_max_size", a_dirent_cache_max_size, a_set_dirent_cache_max_size,
-     "Dirent cache size libzim was given at open (ZIM_DIRENTCACHE, default 512); "
-     "setting it needs libzim >= 9.3 and raises NotSupportedError.", NULL},
+     "Dirent cache size libzim was given at open (ZIM_DIRENTCACHE, default\n"
+     "512); setting it needs libzim >= 9.3 and raises NotSupportedError.", NULL},
     {"dirent_cache_current_size", a_dirent_cache_current_size, NULL,
-     "Needs libzim >= 9.0: raises NotSupportedError.", NULL},
+     "Entries in the dirent cache now: needs libzim >= 9.3, so it raises\n"
+     "NotSupportedError.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -1467,6 +1669,37 @@ static PyMemberDef archive_members[] = {
     {"__weaklistoffset__", T_PYSSIZET, offsetof(ArchiveObject, weakreflist), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
 };
+
+PyDoc_STRVAR(archive_doc,
+"Archive(filename, *, offset=None, size=None)\n--\n\n"
+"A ZIM archive opened for reading.\n\n"
+"filename is a str or os.PathLike.  With offset (and size), the archive is\n"
+"read from that byte range of a larger file; offset alone runs to the end\n"
+"of the file.  The file is opened once, with the GIL released, and read\n"
+"through that descriptor for the archive's life: replacing or deleting the\n"
+"path does not affect an open Archive.  Raises ArchiveError (a\n"
+"RuntimeError) when the file cannot be opened, is not a ZIM archive or is\n"
+"corrupt; ValueError when offset or size fall outside the file; TypeError\n"
+"for a filename that is not a path.  For files from untrusted sources,\n"
+"call libzim.reader.check_untrusted() first.\n\n"
+"Threads: an Archive may be shared by any number of threads.  Long calls\n"
+"(open, check(), validate(), iteration) release the GIL; lookups and\n"
+"content reads release it adaptively, only while they have been slow\n"
+"(over 20 us on average, such as a cold cache); property reads gathered at\n"
+"open never enter libzim.  Concurrent lookups run on spare native copies\n"
+"of the archive (at most one per core beyond the first), since libzim\n"
+"serialises lookups inside one copy.  The module supports free-threaded\n"
+"builds (3.13t).\n\n"
+"Use it as a context manager or call close(); the objects made from it stay\n"
+"valid after that.  Archives compare equal (and hash alike) when their\n"
+"filename resolves to the same path and they were opened on the same range,\n"
+"as python-libzim compares them.  An Archive pickles as its path and UUID\n"
+"and is reopened (once per process) on the other side.\n\n"
+"python-libzim compatibility: the same names and keyword names as\n"
+"python-libzim 3.x's libzim.reader.Archive; close(), closed, the iterators,\n"
+"find_by_path(), find_by_title(), validate() and offset/size are\n"
+"additions.  Every error is a libzim.ZimError, itself a RuntimeError, and\n"
+"also the built-in type python-libzim raises (KeyError, IndexError, ...).");
 
 static PyType_Slot archive_slots[] = {
     {Py_tp_init, archive_init},
@@ -1480,9 +1713,7 @@ static PyType_Slot archive_slots[] = {
     {Py_tp_richcompare, archive_richcompare},
     {Py_tp_hash, archive_hash},
     {Py_tp_repr, archive_repr},
-    {Py_tp_doc, "Archive(filename, *, offset=None, size=None)\n--\n\nA ZIM archive opened for "
-                "reading; safe to share between threads. With offset (and size), the archive "
-                "is read from inside a larger file."},
+    {Py_tp_doc, (void *)archive_doc},
     {0, NULL},
 };
 

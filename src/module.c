@@ -175,31 +175,45 @@ static PyObject *test_guard_pause(PyObject *m, PyObject *arg) {
 static PyMethodDef module_methods[] = {
     {"_versions", versions, METH_NOARGS, "[(library, version), ...] as libzim reports them."},
     {"get_cluster_cache_max_size", get_cluster_cache_max_size, METH_NOARGS,
-     "get_cluster_cache_max_size()\n--\n\n"
-     "The budget, in bytes of decoded data, of the process's cache of decoded clusters."},
+     "get_cluster_cache_max_size($module, /)\n--\n\n"
+     "Return the budget, in bytes of decoded data, of the process's cache of\n"
+     "decoded clusters.\n\n"
+     "One budget for every archive of the process (python-libzim 3.13.1's\n"
+     "call, libzim 9.3+ semantics): 16 MiB unless ZIM_CLUSTERCACHE=N was set\n"
+     "before `import libzim` (then N MiB). Cheap; keeps the GIL."},
     {"get_cluster_cache_current_size", get_cluster_cache_current_size, METH_NOARGS,
-     "get_cluster_cache_current_size()\n--\n\n"
-     "Bytes of decoded cluster data the cache holds now (every file)."},
+     "get_cluster_cache_current_size($module, /)\n--\n\n"
+     "Return the bytes of decoded cluster data the cache holds now, over every\n"
+     "file.\n\n"
+     "Content views still held may keep more memory alive than this counts (an\n"
+     "evicted cluster lives while a view of it does). Cheap; keeps the GIL."},
     {"set_cluster_cache_max_size", (PyCFunction)(void (*)(void))set_cluster_cache_max_size,
      METH_VARARGS | METH_KEYWORDS,
-     "set_cluster_cache_max_size(size_in_bytes)\n--\n\n"
-     "Sets the cache's budget; clusters over it are evicted at once."},
+     "set_cluster_cache_max_size($module, /, size_in_bytes)\n--\n\n"
+     "Set the budget of the process's cache of decoded clusters, in bytes.\n\n"
+     "Lowering it evicts at once, least recently used first; a budget smaller\n"
+     "than a cluster caches nothing (reads still work). Snippet searches read\n"
+     "many articles and run faster with a larger budget. TypeError for a\n"
+     "non-integer (python-libzim truncates 1.5 to 1), OverflowError below 0.\n"
+     "Thread-safe; keeps the GIL."},
     {"_fault_inject", fault_inject, METH_O,
      "Testing only: make the N-th following native call fail. Returns the previous N."},
     {"_test_delay", test_delay, METH_O,
-     "Testing only: native calls first sleep this many microseconds. Returns the previous value."},
+     "Testing only: native calls first sleep this many microseconds. Returns\n"
+     "the previous value."},
     {"_test_block_open", test_block_open, METH_O,
      "Testing only: the next N archive opens wait for a signal, then fail with EINTR."},
     {"_snippet", (PyCFunction)(void (*)(void))snippet_hook, METH_FASTCALL,
      "_snippet(html, query, language, /)\n--\n\n"
-     "Testing only: libzim-c's snippet of an HTML document (bytes) for a query, stemmed for "
-     "an index language such as 'eng' ('' for none)."},
+     "Testing only: libzim-c's snippet of an HTML document (bytes) for a\n"
+     "query, stemmed for an index language such as 'eng' ('' for none)."},
     {"_html_text", (PyCFunction)(void (*)(void))html_text_hook, METH_FASTCALL,
      "_html_text(html, main_only, max_chars, /)\n--\n\n"
      "Testing only: Item.get_text() of an HTML document (bytes)."},
     {"_test_guard_pause", test_guard_pause, METH_O,
-     "Testing only: taking a use of an archive sleeps this many microseconds between reading its "
-     "state and counting the use. Returns the previous value."},
+     "Testing only: taking a use of an archive sleeps this many microseconds\n"
+     "between reading its state and counting the use. Returns the previous\n"
+     "value."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -222,7 +236,11 @@ static int init_exceptions(PyObject *m, zc_state *st) {
      * root is one, so every error of ours is caught where theirs were. */
     PyObject *b = PyTuple_Pack(1, PyExc_RuntimeError);
     if (!b || add_exception(m, &st->ZimError, "ZimError", b,
-                            "Root of every error libzim-c raises; a RuntimeError.") < 0)
+                            "Root of every error libzim-c raises: catch it for any of them.\n\n"
+                            "A RuntimeError, as python-libzim raises RuntimeError wherever\n"
+                            "libzim fails without a more specific word (no main entry, not\n"
+                            "a redirect, ...). Messages are one line and start with the\n"
+                            "file name.") < 0)
         return -1;
 #define SUB(field, name, pybase, doc)                                         \
     do {                                                                      \
@@ -231,25 +249,33 @@ static int init_exceptions(PyObject *m, zc_state *st) {
             return -1;                                                        \
     } while (0)
     SUB(ArchiveError, "ArchiveError", PyExc_RuntimeError,
-        "The archive cannot be opened or its data is corrupt.");
+        "The archive cannot be opened (missing, not a regular file, not a ZIM\n"
+        "archive) or its data is corrupt; also a RuntimeError.");
     SUB(EntryNotFoundError, "EntryNotFoundError", PyExc_KeyError,
-        "No entry with that path, title or name.");
+        "No entry with that path or title, no metadata with that name, or no\n"
+        "illustration of that size; also a KeyError, as python-libzim raises.");
     /* python-libzim: IndexError past the end, OverflowError for an id
      * outside uint32 (a negative one). */
     do {
         PyObject *bases = PyTuple_Pack(3, st->ZimError, PyExc_IndexError, PyExc_OverflowError);
         if (!bases || add_exception(m, &st->InvalidIndexError, "InvalidIndexError", bases,
-                                    "An entry id or position out of range.") < 0)
+                                    "An entry id out of range; also an IndexError and an OverflowError, as\n"
+                                    "python-libzim raises (OverflowError below 0).") < 0)
             return -1;
     } while (0);
     SUB(ClosedError, "ClosedError", PyExc_ValueError,
-        "The object was closed.");
+        "Use of an Archive after close(), or of an object that was never\n"
+        "initialised; also a ValueError, as for a closed file.");
     SUB(SearchError, "SearchError", PyExc_RuntimeError,
-        "The search cannot run (no index, or a query Xapian rejects).");
+        "The search cannot run: no archive has a full-text index, the index is\n"
+        "unusable, or Xapian rejects the query; also a RuntimeError.");
     SUB(NotSupportedError, "NotSupportedError", PyExc_NotImplementedError,
-        "The feature needs a newer libzim than the one linked.");
+        "The feature needs a newer libzim than the one linked (the message names\n"
+        "the version); also a NotImplementedError.");
     SUB(WriterError, "WriterError", PyExc_RuntimeError,
-        "Writing an archive failed (libzim refused, or a Python callback raised).");
+        "Writing an archive failed: libzim refused, or an item, content provider\n"
+        "or index data method raised (chained as __cause__); also a RuntimeError,\n"
+        "as python-libzim raises.");
 #undef SUB
     return 0;
 }
@@ -311,7 +337,11 @@ static PyModuleDef_Slot module_slots[] = {
 PyModuleDef zc_module_def = {
     PyModuleDef_HEAD_INIT,
     .m_name = "libzim._libzim",
-    .m_doc = "Read ZIM archives and search them, with the GIL released around libzim.",
+    .m_doc = "The native core of libzim-c: libzim's reader, search, suggestions and\n"
+             "writer, with the GIL released around libzim's work.\n\n"
+             "Import its names from libzim.reader, libzim.search, libzim.suggestion,\n"
+             "libzim.writer and libzim (the exceptions); the names starting with '_'\n"
+             "are internal or testing hooks.",
     .m_size = sizeof(zc_state),
     .m_methods = module_methods,
     .m_slots = module_slots,

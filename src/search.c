@@ -132,20 +132,29 @@ static PyObject *query_repr(PyObject *self) {
 
 static PyMethodDef query_methods[] = {
     {"set_query", ZC_KW_METHOD(query_set_query),
-     "set_query($self, /, query)\n--\n\nSet the query text; returns self."},
+     "set_query($self, /, query)\n--\n\n"
+     "Set the query text (a str, parsed as libzim parses it) and return self,\n"
+     "so calls chain: Query().set_query('a b')."},
     {"setQuery", ZC_KW_METHOD(query_set_query),
-     "setQuery($self, /, query)\n--\n\n3.x alias of set_query."},
+     "setQuery($self, /, query)\n--\n\n"
+     "python-libzim 3.x's camelCase alias of set_query(): sets the text,\n"
+     "returns self."},
     {"set_georange", (PyCFunction)(void (*)(void))query_set_georange, METH_VARARGS | METH_KEYWORDS,
      "set_georange($self, /, latitude, longitude, distance)\n--\n\n"
-     "Restrict to a distance (metres) around latitude, longitude; returns self."},
+     "Restrict matches to a distance in metres around latitude, longitude\n"
+     "(degrees) and return self.\n\n"
+     "ValueError unless -90 <= latitude <= 90, -180 <= longitude <= 180 and\n"
+     "distance is finite and >= 0."},
     {"setGeorange", (PyCFunction)(void (*)(void))query_set_georange, METH_VARARGS | METH_KEYWORDS,
-     "setGeorange($self, /, latitude, longitude, distance)\n--\n\n3.x alias of set_georange."},
+     "setGeorange($self, /, latitude, longitude, distance)\n--\n\n"
+     "python-libzim 3.x's camelCase alias of set_georange(): restricts, returns self."},
     ZC_REDUCE_METHOD,
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef query_getset[] = {
-    {"query", query_get_text, NULL, "The query text.", NULL},
+    {"query", query_get_text, NULL, "The query text (str) a search will run; '' by default.",
+     NULL},
     {"_georange", query_get_georange, NULL, "(latitude, longitude, distance) or None.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
@@ -159,7 +168,14 @@ static PyType_Slot query_slots[] = {
     {Py_tp_methods, query_methods},
     {Py_tp_getset, query_getset},
     {Py_tp_repr, query_repr},
-    {Py_tp_doc, "Query(query='')\n--\n\nA full-text query, independent of any archive."},
+    {Py_tp_doc, "Query(query='')\n--\n\n"
+                "A full-text query: text and an optional georange, independent of any\n"
+                "archive.\n\n"
+                "Pass it (or just the str) to Searcher.search(). The search copies the\n"
+                "query, so changing a Query later does not change searches made from it.\n"
+                "Setters are atomic, so threads may share one, but a Query is cheap: make\n"
+                "one per search. Pickles; subclasses unpickle as Query. python-libzim's\n"
+                "libzim.search.Query."},
     {0, NULL},
 };
 
@@ -228,19 +244,30 @@ PyObject *zc_result_richcompare(PyObject *self, PyObject *other, int op) {
 }
 
 static PyMemberDef result_members[] = {
-    {"path", T_OBJECT, offsetof(ResultObject, path), READONLY, "Entry path."},
-    {"title", T_OBJECT, offsetof(ResultObject, title), READONLY, "Entry title."},
+    {"path", T_OBJECT, offsetof(ResultObject, path), READONLY,
+     "The matching entry's path (str), as Archive.get_entry_by_path() takes it."},
+    {"title", T_OBJECT, offsetof(ResultObject, title), READONLY,
+     "The matching entry's title (str), read in the same GIL-free call as the page."},
     {"snippet", T_OBJECT, offsetof(ResultObject, snippet), READONLY,
-     "Highlighted extract; '' when snippets were not asked for."},
-    {"score", T_INT, offsetof(ResultObject, score), READONLY, "Relevance, in percent."},
+     "An HTML-escaped extract of the article with the query's words in\n"
+     "<b>...</b> and '...' where cut (libzim-c's engine unless\n"
+     "snippet_engine='libzim'); '' when snippets were not asked for or the\n"
+     "article cannot be read."},
+    {"score", T_INT, offsetof(ResultObject, score), READONLY,
+     "Relevance in percent (int), as Xapian weighs the hit against the best\n"
+     "one of the same search: not comparable between separate searches (or\n"
+     "Searchers)."},
     {"word_count", T_INT, offsetof(ResultObject, word_count), READONLY,
-     "Words in the article, as indexed; -1 when snippets were not asked for (reading it "
-     "costs as much as the rest of a snippet-less hit)."},
+     "Words in the article, as the index recorded them (int); -1 when snippets\n"
+     "were not asked for (reading it costs as much as the rest of a\n"
+     "snippet-less hit)."},
     {"archive", T_OBJECT, offsetof(ResultObject, archive), READONLY,
-     "The Archive the result comes from."},
+     "The Archive the hit comes from: one of its Searcher's archives (None\n"
+     "only for a result unpickled without one)."},
     {"text", T_OBJECT, offsetof(ResultObject, text), READONLY,
-     "The article's text (Item.get_text()) with get_results(include_text=True); None "
-     "otherwise, and for a hit whose MIME type holds no text or that cannot be read."},
+     "The article's text (Item.get_text()) with\n"
+     "get_results(include_text=True); None otherwise, and for a hit whose MIME\n"
+     "type holds no text or that cannot be read."},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -290,7 +317,12 @@ static PyObject *result_restore(PyObject *cls, PyObject *args) {
 }
 
 PyMethodDef zc_result_methods[] = {
-    {"get_entry", result_get_entry, METH_NOARGS, "The Entry of this result."},
+    {"get_entry", result_get_entry, METH_NOARGS,
+     "get_entry($self, /)\n--\n\n"
+     "Return the Entry at this result's path, looked up in its archive\n"
+     "(archive.get_entry_by_path(path)).\n\n"
+     "Raises ClosedError if that archive was closed, ZimError if the result\n"
+     "has no known archive."},
     {"_restore", result_restore, METH_VARARGS | METH_CLASS, "Unpickling (libzim._pickle)."},
     ZC_REDUCE_METHOD,
     {NULL, NULL, 0, NULL},
@@ -666,7 +698,9 @@ static PyObject *searcher_pool_size(PyObject *self, void *c) {
 }
 
 PyGetSetDef zc_searcher_getset[] = {
-    {"archives", searcher_archives, NULL, "The archives searched, in order.", NULL},
+    {"archives", searcher_archives, NULL,
+     "The archives searched, as a tuple, in the order given and added (a\n"
+     "result's archive is one of them).", NULL},
     {"_pool_size", searcher_pool_size, NULL, "Native searchers created so far.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
@@ -674,11 +708,22 @@ PyGetSetDef zc_searcher_getset[] = {
 static PyMethodDef searcher_methods[] = {
     ZC_REDUCE_METHOD,
     {"add_archive", ZC_KW_METHOD(searcher_add_archive),
-     "add_archive($self, /, archive)\n--\n\nSearch this archive too; returns self."},
+     "add_archive($self, /, archive)\n--\n\n"
+     "Search this Archive too, from the next search on, and return self.\n\n"
+     "Calls from several threads are serialised (a per-Searcher lock), so\n"
+     "archives and the pool of native searchers grow in the same order. Raises\n"
+     "ClosedError for a closed archive; the GIL is released while libzim adds\n"
+     "it."},
     {"addArchive", ZC_KW_METHOD(searcher_add_archive),
-     "addArchive($self, /, archive)\n--\n\n3.x alias of add_archive."},
+     "addArchive($self, /, archive)\n--\n\n"
+     "python-libzim 3.x's camelCase alias of add_archive(): adds, returns self."},
     {"search", ZC_KW_METHOD(searcher_search),
-     "search($self, /, query)\n--\n\nA Search for a Query or a str."},
+     "search($self, /, query)\n--\n\n"
+     "Return a Search for query, a Query or a str, over every archive of the\n"
+     "searcher.\n\n"
+     "Cheap: nothing runs until get_estimated_matches() or get_results().\n"
+     "Raises SearchError if no archive has a full-text index, ValueError for a\n"
+     "query over 64 KiB of UTF-8, TypeError for anything but a Query or a str."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -696,8 +741,17 @@ static PyType_Slot searcher_slots[] = {
     {Py_tp_methods, searcher_methods},
     {Py_tp_getset, zc_searcher_getset},
     {Py_tp_members, searcher_members},
-    {Py_tp_doc, "Searcher(archive)\n--\n\nFull-text search over one Archive or several. Safe "
-                "to share between threads: each call uses its own pooled native searcher."},
+    {Py_tp_doc, "Searcher(archive)\n--\n\n"
+                "Full-text search over one Archive or an iterable of them (one Xapian\n"
+                "query over their combined indexes).\n\n"
+                "Construction opens an index database with the GIL released, so a broken\n"
+                "index raises (SearchError, ArchiveError) here. Share one Searcher\n"
+                "between all threads: it is a pool of native searchers, each call leasing\n"
+                "one for its duration (libzim 8.1.1 crashes when two threads use one),\n"
+                "creating another when all are busy, up to the number of cores (at least\n"
+                "2; LIBZIM_C_SEARCHER_POOL overrides), and waiting without the GIL beyond\n"
+                "that. Pickles as its archives. python-libzim's libzim.search.Searcher;\n"
+                "an iterable of archives is an addition."},
     {0, NULL},
 };
 
@@ -942,23 +996,33 @@ PyGetSetDef zc_search_getset[] = {
 static PyMethodDef search_methods[] = {
     ZC_REDUCE_METHOD,
     {"get_estimated_matches", zc_search_estimate_meth, METH_NOARGS,
-     "get_estimated_matches($self, /)\n--\n\nEstimated number of matches."},
+     "get_estimated_matches($self, /)\n--\n\n"
+     "Return Xapian's estimate of the number of matches (an int), which may\n"
+     "differ from the number of results a full walk returns.\n\n"
+     "Runs the query with the GIL released on a pooled native searcher. Raises\n"
+     "SearchError if the index rejects the query."},
     {"getEstimatedMatches", zc_search_estimate_meth, METH_NOARGS,
-     "getEstimatedMatches($self, /)\n--\n\n3.x alias of get_estimated_matches."},
+     "getEstimatedMatches($self, /)\n--\n\n"
+     "python-libzim 3.x's camelCase alias of get_estimated_matches()."},
     {"get_results", (PyCFunction)(void (*)(void))search_get_results,
      METH_FASTCALL | METH_KEYWORDS,
-     "get_results($self, /, start, count, *, include_snippets=True, snippet_engine='libzim-c', "
-     "include_text=False, text_max_chars=None)"
-     "\n--\n\n"
-     "A SearchResultSet of hits start..start+count.\n\n"
-     "With include_snippets=False no article is read and only the path, title and score "
-     "of each hit are: snippet is '' and word_count -1. snippet_engine='libzim' makes "
-     "snippets with libzim's getSnippet() instead of libzim-c's engine. include_text=True also "
-     "fills each result's text (Item.get_text(), at most text_max_chars characters) in the "
-     "same call, without the GIL."},
+     "get_results($self, /, start, count, *, include_snippets=True, snippet_engine='libzim-c', include_text=False, text_max_chars=None)\n--\n\n"
+     "Return a SearchResultSet of the hits start .. start+count-1 (fewer past\n"
+     "the end).\n\n"
+     "The whole page (paths, titles, scores, snippets) is gathered in one call\n"
+     "with the GIL released; any thread may call it, on a pooled native\n"
+     "searcher. With include_snippets=False no article is read and only the\n"
+     "path, title and score of each hit are: snippet is '' and word_count -1.\n"
+     "snippet_engine='libzim' makes snippets with libzim's getSnippet()\n"
+     "instead of libzim-c's engine. include_text=True also fills each result's\n"
+     "text (Item.get_text(), at most text_max_chars characters) in the same\n"
+     "call. ValueError for a negative start or count. python-libzim's\n"
+     "get_results() yields paths; this yields SearchResult objects\n"
+     "(getResults() still yields paths)."},
     {"getResults", (PyCFunction)(void (*)(void))zc_search_get_paths, METH_FASTCALL | METH_KEYWORDS,
      "getResults($self, /, start, count)\n--\n\n"
-     "3.x API: an iterator over the paths of results start..start+count."},
+     "python-libzim 3.x's API: return an iterator over the paths (str) of the\n"
+     "hits start .. start+count-1, gathered in one call with the GIL released."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -969,7 +1033,11 @@ static PyType_Slot search_slots[] = {
     {Py_tp_methods, search_methods},
     {Py_tp_getset, zc_search_getset},
     {Py_tp_repr, zc_search_repr},
-    {Py_tp_doc, "A query bound to a Searcher. Immutable; safe to share between threads."},
+    {Py_tp_doc, "A query bound to a Searcher, from Searcher.search().\n\n"
+                "Holds only the query: each get_estimated_matches() or get_results() call\n"
+                "runs it on a pooled native searcher (the one that served it last keeps\n"
+                "its parsed query), so any thread may page it at any time. Immutable;\n"
+                "pickles as its searcher and query. python-libzim's libzim.search.Search."},
     {0, NULL},
 };
 
@@ -983,8 +1051,18 @@ static PyType_Spec search_spec = {
 
 /* ==== result types (suggestion.c makes its own from the same slots) ================= */
 
-static PyType_Slot result_slots[] = {ZC_RESULT_SLOTS(result_members, "One full-text match.")};
-static PyType_Slot set_slots[] = {ZC_SET_SLOTS("A page of SearchResult: iterable, sized, indexable.")};
+static PyType_Slot result_slots[] = {ZC_RESULT_SLOTS(result_members,
+    "One full-text match: path, title, snippet, score, word_count, archive\n"
+    "and text.\n\n"
+    "Made by Search.get_results(), never by a call. Immutable (read-only\n"
+    "attributes) and safe to share; compares equal field by field;\n"
+    "unhashable. Pickles as its fields and its archive. Not in python-libzim,\n"
+    "whose get_results() yields paths.")};
+static PyType_Slot set_slots[] = {ZC_SET_SLOTS(
+    "A page of SearchResult objects, from Search.get_results().\n\n"
+    "Iterable, sized (len()) and indexable (set[i]; a slice gives a list). An\n"
+    "immutable tuple inside: iterate it from any number of threads. Pickles,\n"
+    "its archives once.")};
 
 static PyType_Spec result_spec = {"libzim.search.SearchResult", sizeof(ResultObject), 0, ZC_RESULT_FLAGS, result_slots};
 static PyType_Spec set_spec = {"libzim.search.SearchResultSet", sizeof(ResultSetObject), 0, ZC_RESULT_FLAGS, set_slots};

@@ -42,7 +42,11 @@ static PyObject *sugg_get_results(PyObject *self, PyObject *const *args, Py_ssiz
 static PyMethodDef sugg_searcher_methods[] = {
     ZC_REDUCE_METHOD,
     {"suggest", ZC_KW_METHOD(sugg_suggest),
-     "suggest($self, /, query)\n--\n\nA SuggestionSearch for this text."},
+     "suggest($self, /, query)\n--\n\n"
+     "Return a SuggestionSearch for the str query (the start of a title, or\n"
+     "words of it).\n\n"
+     "Cheap: nothing runs until get_estimated_matches() or get_results().\n"
+     "ValueError for a query over 64 KiB of UTF-8."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -60,8 +64,15 @@ static PyType_Slot sugg_searcher_slots[] = {
     {Py_tp_methods, sugg_searcher_methods},
     {Py_tp_getset, zc_searcher_getset},
     {Py_tp_members, sugg_searcher_members},
-    {Py_tp_doc, "SuggestionSearcher(archive)\n--\n\nTitle suggestions (the title index, or "
-                "title prefixes when the archive has none). Safe to share between threads."},
+    {Py_tp_doc, "SuggestionSearcher(archive)\n--\n\n"
+                "Title suggestions for one Archive: its Xapian title index, or title\n"
+                "prefixes when the archive has none.\n\n"
+                "Construction opens the title index with the GIL released, so a broken\n"
+                "index raises here. Share one between threads: like Searcher it is a pool\n"
+                "of native suggestion searchers, one leased per call (libzim 8.1.1 has\n"
+                "the same one-thread limit), grown on demand up to the number of cores.\n"
+                "Pickles as its archive. python-libzim's\n"
+                "libzim.suggestion.SuggestionSearcher."},
     {0, NULL},
 };
 
@@ -75,15 +86,22 @@ static PyType_Spec sugg_searcher_spec = {
 static PyMethodDef sugg_search_methods[] = {
     ZC_REDUCE_METHOD,
     {"get_estimated_matches", zc_search_estimate_meth, METH_NOARGS,
-     "get_estimated_matches($self, /)\n--\n\nEstimated number of matches."},
+     "get_estimated_matches($self, /)\n--\n\n"
+     "Return the estimated number of suggestions (an int).\n\nRuns with the GIL "
+     "released on a pooled native searcher."},
     {"getEstimatedMatches", zc_search_estimate_meth, METH_NOARGS,
-     "getEstimatedMatches($self, /)\n--\n\n3.x alias of get_estimated_matches."},
+     "getEstimatedMatches($self, /)\n--\n\n"
+     "python-libzim 3.x's camelCase alias of get_estimated_matches()."},
     {"get_results", (PyCFunction)(void (*)(void))sugg_get_results, METH_FASTCALL | METH_KEYWORDS,
-     "get_results($self, /, start, count)\n--\n\nA SuggestionResultSet of suggestions "
-     "start..start+count."},
+     "get_results($self, /, start, count)\n--\n\n"
+     "Return a SuggestionResultSet of the suggestions start .. start+count-1\n"
+     "(fewer past the end).\n\n"
+     "The page (paths, titles, snippets) is gathered in one call with the GIL\n"
+     "released, from any thread. ValueError for a negative start or count."},
     {"getResults", (PyCFunction)(void (*)(void))zc_search_get_paths, METH_FASTCALL | METH_KEYWORDS,
      "getResults($self, /, start, count)\n--\n\n"
-     "3.x API: an iterator over the paths of suggestions start..start+count."},
+     "python-libzim 3.x's API: return an iterator over the paths (str) of the\n"
+     "suggestions start .. start+count-1."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -94,7 +112,10 @@ static PyType_Slot sugg_search_slots[] = {
     {Py_tp_methods, sugg_search_methods},
     {Py_tp_getset, zc_search_getset},
     {Py_tp_repr, zc_search_repr},
-    {Py_tp_doc, "A suggestion query bound to a SuggestionSearcher; safe to share."},
+    {Py_tp_doc, "A suggestion query bound to a SuggestionSearcher, from suggest().\n\n"
+                "Holds only the query text; each call runs it on a pooled native\n"
+                "searcher, so any thread may page it. Immutable; pickles. python-libzim's\n"
+                "libzim.suggestion.SuggestionSearch."},
     {0, NULL},
 };
 
@@ -109,14 +130,25 @@ static PyType_Spec sugg_search_spec = {
 /* Suggestions have no score, word count or archive choice: the first three
  * members only. */
 static PyMemberDef sugg_result_members[] = {
-    {"path", T_OBJECT, offsetof(ResultObject, path), READONLY, "Entry path."},
-    {"title", T_OBJECT, offsetof(ResultObject, title), READONLY, "Entry title."},
+    {"path", T_OBJECT, offsetof(ResultObject, path), READONLY,
+     "The suggested entry's path (str), as Archive.get_entry_by_path() takes it."},
+    {"title", T_OBJECT, offsetof(ResultObject, title), READONLY,
+     "The suggested entry's title (str): what to show the user."},
     {"snippet", T_OBJECT, offsetof(ResultObject, snippet), READONLY,
-     "The title with the matched words in <b></b>."},
+     "libzim's snippet for the suggestion (str): the title with the matched\n"
+     "words in <b></b> when it comes from the title index."},
     {NULL, 0, 0, 0, NULL},
 };
-static PyType_Slot sugg_result_slots[] = {ZC_RESULT_SLOTS(sugg_result_members, "One title suggestion.")};
-static PyType_Slot sugg_set_slots[] = {ZC_SET_SLOTS("A page of SuggestionResult.")};
+static PyType_Slot sugg_result_slots[] = {ZC_RESULT_SLOTS(sugg_result_members,
+    "One title suggestion: path, title and snippet.\n\n"
+    "Made by SuggestionSearch.get_results(), never by a call. Immutable and\n"
+    "safe to share; compares equal field by field; pickles. Not in\n"
+    "python-libzim, whose suggestion results are paths (getResults() still\n"
+    "yields those).")};
+static PyType_Slot sugg_set_slots[] = {ZC_SET_SLOTS(
+    "A page of SuggestionResult objects, from SuggestionSearch.get_results().\n\n"
+    "Iterable, sized (len()) and indexable (a slice gives a list); immutable,\n"
+    "so threads may share it. Pickles.")};
 
 static PyType_Spec sugg_result_spec = {"libzim.suggestion.SuggestionResult", sizeof(ResultObject), 0,
                                        ZC_RESULT_FLAGS, sugg_result_slots};

@@ -223,6 +223,9 @@ int zc_add_type(PyObject *m, PyTypeObject **slot, PyType_Spec *spec, int public)
  * reconstructors live in Python; the types expose only the state it needs. */
 PyObject *zc_reduce(PyObject *self, PyObject *noargs);
 #define ZC_REDUCE_METHOD \
-    {"__reduce__", zc_reduce, METH_NOARGS, "Pickle support (libzim._pickle)."}
+    {"__reduce__", zc_reduce, METH_NOARGS,                                            \
+     "__reduce__($self, /)\n--\n\n"                                                   \
+     "Pickle support: the object travels without content and is rebuilt on\n"        \
+     "the other side, its archive reopened once per process (libzim._pickle)."}
 
 #endif

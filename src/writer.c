@@ -79,13 +79,17 @@ static PyObject *blob_size(PyObject *self, PyObject *noargs) {
 }
 
 static PyMethodDef blob_methods[] = {
-    {"size", blob_size, METH_NOARGS, "size($self, /)\n--\n\nThe size of the content in bytes."},
+    {"size", blob_size, METH_NOARGS,
+     "size($self, /)\n--\n\nReturn the size of the blob's content in bytes (UTF-8 bytes for a "
+     "str)."},
     {NULL, NULL, 0, NULL},
 };
 
 static PyMemberDef blob_members[] = {
     {"ref_content", T_OBJECT, offsetof(BlobObject, ref), READONLY,
-     "The bytes the blob holds (kept alive while libzim uses them)."},
+     "The bytes the blob holds (a str is stored UTF-8 encoded); libzim reads\n"
+     "them without a copy, and the provider keeps the blob until its next\n"
+     "feed()."},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -94,7 +98,12 @@ static PyType_Slot blob_slots[] = {
     {Py_tp_dealloc, blob_dealloc},
     {Py_tp_methods, blob_methods},
     {Py_tp_members, blob_members},
-    {Py_tp_doc, "Blob(content)\n--\n\nContent for ContentProvider.feed(): str (UTF-8) or bytes."},
+    {Py_tp_doc, "Blob(content)\n--\n\n"
+                "A piece of an item's content, returned by ContentProvider.feed() (or\n"
+                "yielded by gen_blob()).\n\n"
+                "content is bytes, or a str stored as UTF-8; TypeError otherwise. libzim\n"
+                "reads the bytes in place, without a copy. python-libzim's\n"
+                "libzim.writer.Blob (libzim.WritingBlob)."},
     {0, NULL},
 };
 
@@ -933,45 +942,131 @@ static PyObject *get_started(PyObject *self, void *closure) {
 }
 
 static PyGetSetDef creator_getset[] = {
-    {"filename", get_filename, NULL, "Path of the archive being written (pathlib.Path).", NULL},
+    {"filename", get_filename, NULL,
+     "The path of the archive being written, as a pathlib.Path; no file is\n"
+     "there until the with block ends without an exception.", NULL},
     {"_filename", get_filename, NULL, "Same as filename.", NULL},
     {"_started", get_started, NULL, "True between __enter__ and __exit__.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+/* Calls that run libzim hold the Creator's lock (one call into libzim at a
+ * time) and release the GIL; libzim's callbacks into Python objects take it
+ * for their Python calls only. */
+
+PyDoc_STRVAR(config_verbose_doc,
+"config_verbose($self, /, verbose)\n--\n\n"
+"Make libzim print its progress (True) or not, and return self.\n\n"
+"Before the with block only: raises WriterError (a RuntimeError) once\n"
+"started, as every config_*() does.  libzim 8.1.1 prints some progress\n"
+"lines on stdout even when not verbose.");
+
+PyDoc_STRVAR(config_compression_doc,
+"config_compression($self, /, compression)\n--\n\n"
+"Set the compression of clusters, a Compression member (Creator also\n"
+"takes its name, 'zstd' or 'none'), and return self.  Before the with\n"
+"block only (WriterError once started).");
+
+PyDoc_STRVAR(config_clustersize_doc,
+"config_clustersize($self, /, size)\n--\n\n"
+"Set the target size of a cluster in bytes (libzim groups items into\n"
+"clusters of about this size before compressing) and return self.\n"
+"Before the with block only (WriterError once started).");
+
+PyDoc_STRVAR(config_indexing_doc,
+"config_indexing($self, /, indexing, language)\n--\n\n"
+"Build the full-text index (indexing True) for content in\n"
+"language, an ISO 639-3 code such as 'eng' (stemming, stop words), and\n"
+"return self.  Before the with block only (WriterError once started).");
+
+PyDoc_STRVAR(config_nbworkers_doc,
+"config_nbworkers($self, /, nbWorkers)\n--\n\n"
+"Set the number of libzim worker threads (compression, indexing) and\n"
+"return self.  Workers call back into content providers and index data\n"
+"taking the GIL for those calls only.  Before the with block only\n"
+"(WriterError once started).");
+
+PyDoc_STRVAR(set_mainpath_doc,
+"set_mainpath($self, /, mainPath)\n--\n\n"
+"Set the path of the main entry (the archive's home page) and return\n"
+"self.  May be called before or inside the with block.");
+
+PyDoc_STRVAR(add_item_doc,
+"add_item($self, /, writer_item)\n--\n\n"
+"Add an item: any object with the libzim.writer.Item methods.\n\n"
+"Its get_path(), get_title(), get_mimetype(), get_hints() and\n"
+"get_contentprovider() (and the provider's get_size()) are called first,\n"
+"in Python: if one raises, add_item raises WriterError (the exception as\n"
+"__cause__) and the creation goes on without the item, as with\n"
+"python-libzim.  Then libzim adds it with the GIL released; its workers\n"
+"read the content later.  Inside the with block only (WriterError\n"
+"before).  Threads may call it on one Creator: calls are serialised\n"
+"(python-libzim crashes).  Errors of earlier items on libzim's workers\n"
+"surface here or when the block ends.");
+
+PyDoc_STRVAR(add_metadata_doc,
+"add_metadata($self, /, name, content, mimetype)\n--\n\n"
+"Add the metadata entry name ('Title', 'Language', 'Date', ...) with\n"
+"content as bytes.\n\n"
+"Creator.add_metadata also takes a str (UTF-8 encoded) or, for 'Date', a\n"
+"date, and defaults mimetype to 'text/plain;charset=UTF-8'.  Inside the\n"
+"with block only (WriterError before); runs with the GIL released.");
+
+PyDoc_STRVAR(add_illustration_doc,
+"add_illustration($self, /, size, content)\n--\n\n"
+"Add the archive's illustration of size x size pixels: content is PNG\n"
+"bytes (48: the size Archive.get_illustration_item() reads by default).\n"
+"Inside the with block only;\n"
+"runs with the GIL released.");
+
+PyDoc_STRVAR(add_redirection_doc,
+"add_redirection($self, /, path, title, targetPath, hints)\n--\n\n"
+"Add an entry at path, with title, that redirects to the entry at\n"
+"targetPath (which may be added later).\n\n"
+"hints is a dict of Hint to int, as an item's get_hints() returns.\n"
+"Inside the with block only; runs with the GIL released.");
+
+PyDoc_STRVAR(add_alias_doc,
+"add_alias($self, /, path, title, targetPath, hints)\n--\n\n"
+"Add a second path for the item at targetPath: an entry at path, with\n"
+"title, sharing that item's content (not a redirect).\n\n"
+"Needs libzim >= 9.0: with libzim 8.1.1 it raises NotSupportedError\n"
+"naming the version.  Inside the with block only.");
+
+PyDoc_STRVAR(creator_enter_doc,
+"__enter__($self, /)\n--\n\n"
+"Start writing (libzim writes to <filename>.tmp) and return self.\n\n"
+"Raises WriterError if already started or finished, or if libzim cannot\n"
+"start writing.  Runs with the GIL released.");
+
+PyDoc_STRVAR(creator_exit_doc,
+"__exit__($self, /, exc_type, exc_val, exc_tb)\n--\n\n"
+"Finish the archive when the block ended normally (the GIL released\n"
+"while libzim writes it out), or discard it when the block raised: no\n"
+"file at filename and libzim's temporary files removed.\n\n"
+"python-libzim finishes the archive anyway (its issue #42).  An error of\n"
+"a callback on libzim's workers raises WriterError here.");
+
 static PyMethodDef creator_methods[] = {
-    {"config_verbose", ZC_KW_METHOD(config_verbose),
-     "config_verbose($self, /, verbose)\n--\n\nlibzim prints progress. Before __enter__."},
-    {"config_compression", ZC_KW_METHOD(config_compression),
-     "config_compression($self, /, compression)\n--\n\nA Compression member. Before __enter__."},
-    {"config_clustersize", ZC_KW_METHOD(config_clustersize),
-     "config_clustersize($self, /, size)\n--\n\nTarget cluster size in bytes. Before __enter__."},
+    {"config_verbose", ZC_KW_METHOD(config_verbose), config_verbose_doc},
+    {"config_compression", ZC_KW_METHOD(config_compression), config_compression_doc},
+    {"config_clustersize", ZC_KW_METHOD(config_clustersize), config_clustersize_doc},
     {"config_indexing", (PyCFunction)(void (*)(void))config_indexing,
-     METH_FASTCALL | METH_KEYWORDS,
-     "config_indexing($self, /, indexing, language)\n--\n\nFull-text index, in this "
-     "ISO-639-3 language. Before __enter__."},
-    {"config_nbworkers", ZC_KW_METHOD(config_nbworkers),
-     "config_nbworkers($self, /, nbWorkers)\n--\n\nlibzim's worker threads. Before __enter__."},
-    {"set_mainpath", ZC_KW_METHOD(set_mainpath),
-     "set_mainpath($self, /, mainPath)\n--\n\nPath of the main entry."},
-    {"add_item", ZC_KW_METHOD(add_item),
-     "add_item($self, /, writer_item)\n--\n\nAdds an Item; the GIL is released meanwhile."},
+     METH_FASTCALL | METH_KEYWORDS, config_indexing_doc},
+    {"config_nbworkers", ZC_KW_METHOD(config_nbworkers), config_nbworkers_doc},
+    {"set_mainpath", ZC_KW_METHOD(set_mainpath), set_mainpath_doc},
+    {"add_item", ZC_KW_METHOD(add_item), add_item_doc},
     {"add_metadata", (PyCFunction)(void (*)(void))add_metadata, METH_FASTCALL | METH_KEYWORDS,
-     "add_metadata($self, /, name, content, mimetype)\n--\n\nAdds a metadata entry (bytes)."},
+     add_metadata_doc},
     {"add_illustration", (PyCFunction)(void (*)(void))add_illustration,
-     METH_FASTCALL | METH_KEYWORDS,
-     "add_illustration($self, /, size, content)\n--\n\nAdds a square PNG illustration."},
+     METH_FASTCALL | METH_KEYWORDS, add_illustration_doc},
     {"add_redirection", (PyCFunction)(void (*)(void))add_redirection,
-     METH_FASTCALL | METH_KEYWORDS,
-     "add_redirection($self, /, path, title, targetPath, hints)\n--\n\nAdds a redirect."},
+     METH_FASTCALL | METH_KEYWORDS, add_redirection_doc},
     {"add_alias", (PyCFunction)(void (*)(void))add_alias, METH_FASTCALL | METH_KEYWORDS,
-     "add_alias($self, /, path, title, targetPath, hints)\n--\n\nA second path for an "
-     "entry (libzim >= 9.0; else raises NotSupportedError)."},
-    {"__enter__", creator_enter, METH_NOARGS,
-     "__enter__($self, /)\n--\n\nStarts writing (to a temporary file)."},
+     add_alias_doc},
+    {"__enter__", creator_enter, METH_NOARGS, creator_enter_doc},
     {"__exit__", (PyCFunction)(void (*)(void))creator_exit, METH_FASTCALL | METH_KEYWORDS,
-     "__exit__($self, /, exc_type, exc_val, exc_tb)\n--\n\nFinishes the archive, or "
-     "discards it when the block raised."},
+     creator_exit_doc},
     {"_abort", creator_abort, METH_NOARGS,
      "_abort($self, /)\n--\n\nDiscards an unfinished archive."},
     {NULL, NULL, 0, NULL},
@@ -985,7 +1080,9 @@ static PyType_Slot creator_slots[] = {
     {Py_tp_clear, creator_clear},
     {Py_tp_methods, creator_methods},
     {Py_tp_getset, creator_getset},
-    {Py_tp_doc, "_Creator(filename)\n--\n\nNative base of libzim.writer.Creator."},
+    {Py_tp_doc, "_Creator(filename)\n--\n\n"
+                "The native base of libzim.writer.Creator (use that): drives libzim's\n"
+                "writer with the GIL released."},
     {0, NULL},
 };
 
