@@ -74,6 +74,14 @@ __all__ = ["Library", "LibraryResult", "Hit", "Failure", "assign_shards", "read_
 
 @dataclass(frozen=True)
 class Hit:
+    """One search hit or suggestion of a Library query (immutable).
+
+    archive is the archive's path as given to Library; path and title the
+    entry's; score libzim's relevance percentage within its own archive (0
+    for suggestions), so not comparable across archives; snippet '' unless
+    include_snippets; rank the hit's position in its own archive's results.
+    """
+
     archive: str  # the archive's path, as given to Library
     path: str
     title: str
@@ -84,6 +92,13 @@ class Hit:
 
 @dataclass(frozen=True)
 class Failure:
+    """An archive that gave no answer to a Library query, and why (immutable).
+
+    kind is "missing", "corrupt", "no-index", "worker-lost", "timeout" or
+    "error"; message says more.  Failures are data: the other archives'
+    hits are still returned.
+    """
+
     archive: str
     kind: str  # "missing", "corrupt", "no-index", "worker-lost", "timeout" or "error"
     message: str
@@ -91,6 +106,16 @@ class Failure:
 
 @dataclass
 class LibraryResult:
+    """What Library.search() and Library.suggest() return.
+
+    hits: the best ``count`` Hits over every archive, merged by score, then
+    the archive's position in the library, then rank.  failures: a Failure
+    per archive that gave no answer.  estimated_matches: the sum of the
+    archives' estimates.  searched: how many archives answered.  moved:
+    archives answered by another worker than their shard's (a lost or hung
+    worker's shard re-placed within the query).
+    """
+
     hits: list[Hit]
     failures: list[Failure]
     estimated_matches: int  # sum of the archives' estimates

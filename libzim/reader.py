@@ -1,4 +1,16 @@
-"""Read ZIM archives: Archive, Entry, Item (python-libzim's libzim.reader)."""
+"""Read ZIM archives: Archive, Entry, Item (python-libzim's libzim.reader).
+
+    with Archive("wikipedia.zim") as archive:
+        item = archive.get_entry_by_path("A/Python").get_item()
+        html = bytes(item.content)          # item.content: a zero-copy memoryview
+        text = item.text                    # the article's visible main text
+
+Every object here may be shared by any number of threads: opening, checks and
+iteration release the GIL, lookups and content reads release it while they are
+slow (see Archive).  Also check_untrusted(), to open files from untrusted
+sources safely, and the process-wide cache of decoded clusters
+(get/set_cluster_cache_max_size, get_cluster_cache_current_size).
+"""
 from libzim._libzim import (
     INTEGRITY_CHECKS,
     Archive,

@@ -161,11 +161,11 @@ class IndexData:
         return False
 
     def get_title(self) -> str:
-        """Title to index."""
+        """Title to index for the item (instead of its get_title())."""
         raise NotImplementedError("get_title must be implemented.")
 
     def get_content(self) -> str:
-        """Text to index."""
+        """Text to index for the item (instead of its HTML content)."""
         raise NotImplementedError("get_content must be implemented.")
 
     def get_keywords(self) -> str:
@@ -199,16 +199,34 @@ class Creator(_Creator):
     """Creates a ZIM archive: configure, then add entries in a `with` block.
 
     An exception inside the block discards the archive (no file is left at
-    `filename`); leaving the block normally writes it.
+    `filename`, libzim's temporary files removed); leaving the block normally
+    writes it.  python-libzim 3.13.1 finishes the archive anyway (its issue
+    #42).
+
+    Threads: libzim works with the GIL released; its worker threads
+    (config_nbworkers) call back into content providers and index data,
+    taking the GIL for those calls only.  add_item() and the other add_*()
+    calls may come from several threads on one Creator (one call into libzim
+    at a time), where python-libzim crashes.  Errors are WriterError, a
+    RuntimeError as python-libzim's, with the raising callback's exception as
+    __cause__.
     """
 
     def __enter__(self) -> "Creator":
+        """Start writing (libzim writes to ``<filename>.tmp``) and return self.
+
+        WriterError if already started or finished.  Runs with the GIL
+        released; a creation still open at interpreter exit is discarded.
+        """
         super().__enter__()
         with _open_lock:
             _open.add(self)
         return self
 
     def config_compression(self, compression: Union[Compression, str]) -> "Creator":
+        """Set the compression of clusters, a Compression or its name ('zstd',
+        'none'), and return self.  Before the with block only (WriterError once
+        started)."""
         if not isinstance(compression, Compression):
             compression = getattr(Compression, compression.lower())
         return super().config_compression(compression)
@@ -219,6 +237,12 @@ class Creator(_Creator):
         content: Union[str, bytes, datetime.date, datetime.datetime],
         mimetype: str = "text/plain;charset=UTF-8",
     ) -> None:
+        """Add the metadata entry name ('Title', 'Language', ...).
+
+        content is bytes, a str (stored UTF-8 encoded) or, for 'Date', a date
+        or datetime (stored as YYYY-MM-DD).  Inside the with block only
+        (WriterError before); libzim runs with the GIL released.
+        """
         if name == "Date" and isinstance(content, (datetime.date, datetime.datetime)):
             content = content.strftime("%Y-%m-%d").encode("UTF-8")
         if isinstance(content, str):

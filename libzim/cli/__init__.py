@@ -30,6 +30,7 @@ from .parser import build_parser
 
 
 def silence_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so the interpreter's final flush stays quiet."""
     # After EPIPE, point stdout at /dev/null so the interpreter's final flush is quiet.
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -13,6 +13,8 @@ from .errors import CLIError, one_line
 
 
 def open_archive(path: str | os.PathLike[str]) -> Any:
+    """Open an Archive for a command; any error becomes one CLIError line naming the file (libzim's
+    stderr words are held back, and passed on only when it opened)."""
     from libzim.reader import Archive
 
     err: Exception | None = None

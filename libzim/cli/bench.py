@@ -36,11 +36,13 @@ BENCH_QUERIES = (
 
 
 def repo_bench() -> Path | None:
+    """The project's bench/run.py when running from a source checkout, else None."""
     root = checkout()
     return None if root is None else root / "bench" / "run.py"
 
 
 def parse_thread_list(text: str) -> list[int]:
+    """Parse --threads ("1,2,4") into a list of positive ints; CLIError (usage) otherwise."""
     try:
         values = [int(t) for t in text.split(",") if t.strip()]
     except ValueError:
@@ -52,6 +54,8 @@ def parse_thread_list(text: str) -> list[int]:
 
 def builtin_bench(paths: Sequence[str], threads: list[int], duration: float, limit: int, as_json: bool,
                   cluster_cache_mib: int) -> int:
+    """Run the built-in benchmark (fixed queries at each thread count, without and with snippets) and
+    print searches/s; returns the exit status."""
     cache_line = apply_cluster_cache(cluster_cache_mib)
     with quiet():
         archives, without = searchable(paths)
@@ -107,6 +111,8 @@ def builtin_bench(paths: Sequence[str], threads: list[int], duration: float, lim
 
 
 def cmd_bench(args: argparse.Namespace, extra: list[str]) -> int:
+    """``zim bench``: bench/run.py in a checkout without ARCHIVE arguments, else the built-in
+    benchmark; returns the exit status."""
     run_py = None if (args.builtin or args.archives) else repo_bench()
     if run_py is not None:
         if args.json:

@@ -25,6 +25,7 @@ class Fd2Capture:
         self._tmp: Any = None
 
     def __enter__(self) -> "Fd2Capture":
+        """Start sending file descriptor 2 to a temporary file (a no-op if that fails); returns self."""
         try:
             sys.stderr.flush()
         except (OSError, ValueError, AttributeError):
@@ -43,6 +44,7 @@ class Fd2Capture:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """Restore file descriptor 2 and keep what was written meanwhile in ``text``."""
         if self._saved is None:
             return
         try:
@@ -79,10 +81,13 @@ class quiet:
     """
 
     def __enter__(self) -> "quiet":
+        """Start holding back what is written to file descriptor 2; returns self."""
         self._cap = Fd2Capture().__enter__()
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        """Stop holding back; pass the text on to stderr unless the block raised (ZIM_DEBUG=1 passes it
+        on anyway)."""
         self._cap.__exit__(None, None, None)
         text = self._cap.text
         if text.strip() and (exc_type is None or os.environ.get("ZIM_DEBUG")):

@@ -32,6 +32,7 @@ class ProgressBar:
                 self.enabled = False
 
     def draw(self, done: int, label: str, elapsed: float) -> None:
+        """Redraw the bar: done of total steps, the step's label and the seconds elapsed."""
         if not self.enabled:
             return
         width = 24
@@ -41,11 +42,13 @@ class ProgressBar:
         self.stream.flush()
 
     def clear(self) -> None:
+        """Erase the bar's line on the terminal (when the bar is enabled)."""
         if self.enabled:
             self.stream.write("\r\033[K")
             self.stream.flush()
 
     def close(self) -> None:
+        """Erase the bar and close its terminal stream; later calls do nothing."""
         if self.enabled:
             self.clear()
             self.stream.close()
@@ -92,6 +95,7 @@ def run_check(archive: Any, bar: ProgressBar, i: int) -> dict[str, Any]:
 
 
 def print_result(res: dict[str, Any]) -> None:
+    """Print one check's line: name, ok or FAILED, seconds, and its message if any."""
     status = "ok" if res["ok"] else "FAILED"
     detail = f"  {res['message']}" if res.get("message") else ""
     print(f"  {res['name']:<17} {status:<6} {res['seconds']:7.2f} s{detail}")
@@ -99,6 +103,8 @@ def print_result(res: dict[str, Any]) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    """``zim check``: run every integrity check, then the checksum, with a progress bar on a terminal;
+    returns the exit status (1 if any failed)."""
     from libzim.reader import INTEGRITY_CHECKS
 
     archive = open_archive(args.archive)

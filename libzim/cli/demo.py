@@ -54,6 +54,8 @@ def load_corpus(hint: str) -> Any:
 
 
 def demo_archive(cache: str | None, hint: str = "") -> Path:
+    """The path of the demo archive (the python3-doc Debian package as a ZIM), built and cached on
+    first use; CLIError if it cannot be built."""
     corpus = load_corpus(hint)
     where = cache or str(corpus.DEFAULT_CACHE_DIR)
     sys.stderr.write(
@@ -104,6 +106,8 @@ def throughput_summary(runs: list[Stats], load: float | None, cpus: int | None) 
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """``zim demo``: search the demo archive from one thread and then several, checking that the
+    answers agree, and print the throughput; returns the exit status."""
     threads = args.threads if args.threads is not None else max(2, min(8, os.cpu_count() or 2))
     if threads < 1:
         raise CLIError("--threads must be >= 1", 2)

@@ -32,6 +32,7 @@ _json_errors = False
 
 
 def report_as_json(on: bool) -> None:
+    """Report later errors as one JSON object per line (--json) instead of ``zim: error: ...``."""
     global _json_errors
     _json_errors = on
 
@@ -60,6 +61,8 @@ def short(text: str, limit: int = 60) -> str:
 
 
 def plural(n: int, word: str, plural: str | None = None) -> str:
+    """``n`` with thousands separators and ``word``, pluralised unless n is 1 (``plural`` for irregular
+    words)."""
     return f"{n:,} {word if n == 1 else (plural or word + 's')}"
 
 
@@ -90,4 +93,5 @@ def print_error(message: str, *, kind: str = "Error", file: str | os.PathLike[st
 
 
 def warn(message: str) -> None:
+    """Print ``zim: warning: message`` on stderr (a broken stderr is ignored)."""
     say("warning", message)

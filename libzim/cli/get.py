@@ -15,6 +15,8 @@ from .errors import PROG, CLIError, one_line
 
 
 def cmd_get(args: argparse.Namespace) -> int:
+    """``zim get``: write an entry's content (redirects followed) to stdout or -o FILE; returns the
+    exit status."""
     archive = open_archive(args.archive)
     with Fd2Capture():
         try:

@@ -25,6 +25,7 @@ class Fields:
         self.errors: dict[str, str] = {}
 
     def get(self, field: str, fn: Callable[[], Any]) -> Any:
+        """Return fn(), or None after noting its ZimError under field in ``errors``."""
         try:
             return fn()
         except ZimError as e:
@@ -34,6 +35,7 @@ class Fields:
 
 
 def illustration_sizes(a: Any) -> list[int]:
+    """The archive's illustration sizes, sorted, without the deprecation warning."""
     # Deprecated by python-libzim for get_illustration_infos() (libzim 9.3),
     # which the libzims here lack: the only way to list them.
     with warnings.catch_warnings():
@@ -77,6 +79,8 @@ def read_info(a: Any) -> tuple[dict[str, Any], dict[str, str]]:
 
 
 def read_main_entry(a: Any, f: Fields) -> dict[str, Any] | None:
+    """The main entry's path, title and redirect flag, and its target's when it redirects; None if
+    unreadable (noted in f)."""
     main = f.get("main_entry", lambda: a.main_entry)
     if main is None:
         return None
@@ -99,14 +103,17 @@ def failure(errors: dict[str, str], archive: str) -> CLIError:
 
 
 def num(v: Any) -> str:
+    """A count with thousands separators, or <unreadable> for None."""
     return UNREADABLE if v is None else f"{v:,}"
 
 
 def yes(v: Any) -> str:
+    """yes or no for a flag, or <unreadable> for None."""
     return UNREADABLE if v is None else yes_no(v)
 
 
 def entries_row(counts: dict[str, Any]) -> str:
+    """The 'entries' row of ``zim info``: all, user entries, articles and media."""
     user = counts["entry"]
     articles = counts["article"]
     return (
@@ -119,6 +126,7 @@ def entries_row(counts: dict[str, Any]) -> str:
 
 
 def main_entry_row(me: dict[str, Any] | None, errors: dict[str, str]) -> str:
+    """The 'main entry' row of ``zim info``: path, its target when a redirect, and title."""
     if me is None:
         return UNREADABLE if "main_entry" in errors or "has_main_entry" in errors else "(none)"
     if me["is_redirect"] and "target_path" in me:
@@ -127,6 +135,7 @@ def main_entry_row(me: dict[str, Any] | None, errors: dict[str, str]) -> str:
 
 
 def checksum_row(info: dict[str, Any]) -> str:
+    """The 'checksum' row of ``zim info``: the checksum when present, else (absent)."""
     if info["has_checksum"] is None:
         return UNREADABLE
     if info["has_checksum"]:
@@ -135,12 +144,14 @@ def checksum_row(info: dict[str, Any]) -> str:
 
 
 def scheme_row(new_scheme: bool | None) -> str:
+    """The 'namespaces' row of ``zim info``: new (namespace-less) or old scheme."""
     if new_scheme is None:
         return UNREADABLE
     return "new scheme (no namespaces)" if new_scheme else "old scheme (A/, I/, M/, ...)"
 
 
 def text_rows(info: dict[str, Any], errors: dict[str, str]) -> list[tuple[str, str]]:
+    """The (label, value) rows ``zim info`` prints before the metadata."""
     sizes = info["illustration_sizes"]
     return [
         ("file", info["filename"]),
@@ -158,6 +169,8 @@ def text_rows(info: dict[str, Any], errors: dict[str, str]) -> list[tuple[str, s
 
 
 def print_metadata(metadata: dict[str, Any] | None, filename: str) -> None:
+    """Print the metadata block of ``zim info``: text values (multi-line indented), binary sizes, and
+    errors per key."""
     print("metadata:")
     if metadata is None:
         print(f"  {UNREADABLE}")
@@ -179,6 +192,8 @@ def print_metadata(metadata: dict[str, Any] | None, filename: str) -> None:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
+    """``zim info``: print what the archive says about itself, as text or --json; returns 0, or raises
+    CLIError listing the fields that could not be read."""
     info, errors = read_info(open_archive(args.archive))
     if args.json:
         print_json(info)

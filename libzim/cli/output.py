@@ -17,6 +17,7 @@ RESET = "\033[0m"
 
 
 def stdout_is_tty() -> bool:
+    """True if stdout is a terminal (False when it is closed or replaced)."""
     try:
         return sys.stdout.isatty()
     except (AttributeError, ValueError):
@@ -24,6 +25,7 @@ def stdout_is_tty() -> bool:
 
 
 def stderr_is_tty() -> bool:
+    """True if stderr is a terminal (False when it is closed or replaced)."""
     try:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):
@@ -31,6 +33,7 @@ def stderr_is_tty() -> bool:
 
 
 def use_bold() -> bool:
+    """Whether to print bold: stdout is a terminal, NO_COLOR is unset and TERM is not dumb."""
     return stdout_is_tty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
 
@@ -45,6 +48,7 @@ def render_snippet(snippet: str, bold: bool) -> str:
 
 
 def ansi(text: str) -> str:
+    """Turn the \\x01 and \\x02 markers of a text into the terminal's bold on and off sequences."""
     return text.replace("\x01", BOLD).replace("\x02", RESET)
 
 
@@ -58,6 +62,7 @@ def wrap(text: str, indent: str, bold: bool) -> str:
 
 
 def print_json(obj: Any) -> None:
+    """Print obj as indented JSON, UTF-8 whatever the locale."""
     # JSON is UTF-8 whatever the locale says; write the bytes ourselves.
     data = (json.dumps(obj, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
     sys.stdout.flush()
@@ -66,6 +71,7 @@ def print_json(obj: Any) -> None:
 
 
 def human_size(n: int) -> str:
+    """A byte count with thousands separators, and in KiB, MiB, GiB or TiB past 1024."""
     size = float(n)
     for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
         if size < 1024 or unit == "TiB":
@@ -75,4 +81,5 @@ def human_size(n: int) -> str:
 
 
 def yes_no(flag: bool) -> str:
+    """'yes' for a true flag, 'no' for a false one."""
     return "yes" if flag else "no"

@@ -21,6 +21,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def version_text() -> str:
+    """What ``zim --version`` prints: the package's and libzim's versions."""
     try:
         from libzim.version import get_libzim_version
 
@@ -31,6 +32,7 @@ def version_text() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of ``zim`` with every subcommand."""
     parser = Parser(
         prog=PROG,
         description="Inspect, search and check ZIM archives (libzim-c).",

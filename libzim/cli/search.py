@@ -34,6 +34,8 @@ def searchable(paths: Sequence[str]) -> tuple[list[Any], list[str]]:
 
 
 def result_dict(r: Any, with_snippet: bool) -> dict[str, Any]:
+    """A SearchResult as the dict ``zim search --json`` prints (archive name and path, path, title,
+    score, word count, snippet if asked for)."""
     arch = r.archive
     d = {
         "archive": arch.filename.name,
@@ -49,6 +51,7 @@ def result_dict(r: Any, with_snippet: bool) -> dict[str, Any]:
 
 
 def run_search(searcher: Any, query: str, limit: int, snippets: bool) -> tuple[int, list[dict[str, Any]]]:
+    """Run query on searcher: (estimated matches, the first ``limit`` results as dicts)."""
     s = searcher.search(Query().set_query(query))
     estimated = s.get_estimated_matches()
     results = s.get_results(0, limit, include_snippets=snippets)
@@ -56,10 +59,12 @@ def run_search(searcher: Any, query: str, limit: int, snippets: bool) -> tuple[i
 
 
 def digest(results: list[dict[str, Any]]) -> tuple[Any, ...]:
+    """The fields of a result list that must agree between runs (to compare threads with one thread)."""
     return tuple((r["archive_path"], r["path"], r["title"], r["score"], r.get("snippet")) for r in results)
 
 
 def print_results(query: str, estimated: int, results: list[dict[str, Any]], n_archives: int, limit: int) -> None:
+    """Print search results for a terminal: numbered titles, archive and path, score, wrapped snippets."""
     bold = use_bold()
     where = f" in {n_archives} archives" if n_archives > 1 else ""
     if not results:
@@ -78,6 +83,8 @@ def print_results(query: str, estimated: int, results: list[dict[str, Any]], n_a
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    """``zim search``: search one or more archives, optionally from several threads comparing every
+    answer with the first; returns the exit status."""
     if args.limit < 0:
         raise CLIError("--limit must be >= 0", 2)
     if args.threads < 1:
@@ -134,6 +141,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_suggest(args: argparse.Namespace) -> int:
+    """``zim suggest``: print title suggestions for a query from one archive; returns the exit status."""
     if args.limit < 0:
         raise CLIError("--limit must be >= 0", 2)
     archive = open_archive(args.archive)

@@ -11,6 +11,8 @@ from .errors import PROG, CLIError, one_line
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    """``zim serve``: serve the archives over HTTP with uvicorn until SIGTERM or SIGINT; returns the
+    exit status."""
     try:
         import uvicorn
 

@@ -10,6 +10,7 @@ from typing import Any, Callable, Sequence
 
 
 def percentile(sorted_values: Sequence[float], pct: float) -> float:
+    """The pct-th percentile (nearest rank) of already sorted values; NaN for none."""
     if not sorted_values:
         return float("nan")
     rank = max(1, math.ceil(pct / 100.0 * len(sorted_values)))
@@ -37,6 +38,7 @@ class Stats:
         self.cores_used = cpu / wall if wall > 0 else float("nan")  # CPU time over wall time
 
     def as_dict(self) -> dict[str, Any]:
+        """The run's figures as a dict for --json (counts, seconds, searches/s, p50/p95 ms, CPU)."""
         return {
             "threads": self.threads,
             "searches": self.count,
@@ -49,6 +51,7 @@ class Stats:
         }
 
     def line(self) -> str:
+        """The run's figures as one line of text for a terminal."""
         return (
             f"{self.count} searches in {self.wall:.3f} s on {self.threads} thread"
             f"{'s' if self.threads != 1 else ''}: {self.per_second:,.1f} searches/s, "

@@ -80,6 +80,8 @@ class Book:
 
     @classmethod
     def open(cls, name: str, path: Path) -> Book:
+        """Open the archive at path as the book name, reading its metadata,
+        main path and illustration sizes once; raises what Archive() raises."""
         a = Archive(path)
         main: str | None = None
         if a.has_main_entry:
@@ -104,6 +106,8 @@ class Book:
 
     @property
     def suggester(self) -> SuggestionSearcher:
+        """The book's one SuggestionSearcher, shared by every worker thread,
+        made on first use (under a lock, so only one is made)."""
         with self._lock:
             if self._suggester is None:
                 self._suggester = SuggestionSearcher(self.archive)
@@ -172,12 +176,17 @@ class Library:
         self.searches_run = 0  # how many queries were run (not served from the cache)
 
     def by_uuid(self, uuid: str) -> Book | None:
+        """The book whose archive has this UUID (str form), or None; of two
+        books with one UUID, the first."""
         return self._by_uuid.get(uuid)
 
     def book_of(self, archive: Archive) -> Book | None:
+        """The book of an Archive (a search result's), by its resolved file
+        name, or None."""
         return self._by_file.get(os.path.realpath(archive.filename))
 
     def searchable(self) -> list[Book]:
+        """The books whose archive has a full-text index, in library order."""
         return [b for b in self.books.values() if b.archive.has_fulltext_index]
 
     def search(self, books: tuple[Book, ...], pattern: str) -> Search:
@@ -197,5 +206,7 @@ class Library:
         return search
 
     def close(self) -> None:
+        """Close every book's Archive (searches still held keep their files
+        open until dropped)."""
         for book in self.books.values():
             book.archive.close()

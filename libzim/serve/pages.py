@@ -86,11 +86,16 @@ def _page(title: str, body: str) -> str:
 
 
 def error_page(status: int, title: str, message: str) -> str:
+    """The HTML page of an error response: title and message, escaped, and a
+    link to the library (status is the caller's to send)."""
     return _page(title, f"<h1>{esc(title)}</h1>\n<p class=\"message\">{esc(message)}</p>\n"
                         "<p><a href=\"/\">Go to the library</a></p>")
 
 
 def library_page(books: Sequence[Book], root: str = "") -> str:
+    """The HTML library page at ``/``: a card per book (illustration, title,
+    description, language, article count) and the search box with
+    type-ahead suggestions; every URL under the mount point ``root``."""
     cards = []
     for b in books:
         img = ""
@@ -172,6 +177,8 @@ def search_page(names: Sequence[str], pattern: str, total: int, start: int, page
 
 def search_rss(names: Sequence[str], pattern: str, total: int, start: int, page_length: int,
                hits: Sequence[Hit], root: str = "") -> str:
+    """The result page as RSS 2.0 with OpenSearch fields (``format=xml``);
+    each item names its book, as kiwix-serve's do not."""
     items = []
     for h in hits:
         items.append(
@@ -221,6 +228,9 @@ def _iso_date(date: str) -> str:
 
 
 def opds_entries(books: Sequence[Book], feed_id: str, total: int, start: int, root: str = "") -> str:
+    """The OPDS acquisition feed of ``/catalog/v2/entries``: an Atom entry per
+    book with the fields Kiwix clients read (UUID, title, language, counts,
+    48-pixel thumbnail when there is one)."""
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     entries = []
     for b in books:
