@@ -225,12 +225,20 @@ def test_core_imports_without_dask(tmp_path):
     code = (
         "import sys; sys.modules['dask'] = sys.modules['distributed'] = None\n"
         "import libzim, libzim.reader, libzim.search, pickle\n"
+        "print(libzim.__file__)\n"
         "assert 'distributed' not in [m for m in sys.modules if sys.modules[m] is not None]\n"
         "try:\n    import libzim.dask\nexcept ImportError as e:\n    print(e)\n"
     )
-    # Not from the checkout: the libzim under test is the one this interpreter imports.
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    # The child imports the libzim under test, from wherever this process did:
+    # an installed package, or a checkout's in-place build, which only the
+    # conftest's sys.path finds (the child runs elsewhere and has no conftest).
+    package_parent = str(Path(libzim.__file__).resolve().parent.parent)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [package_parent, *filter(None, [os.environ.get("PYTHONPATH")])]))
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True,
+                         text=True)
     assert out.returncode == 0, out.stderr
+    assert Path(out.stdout.splitlines()[0]).resolve() == Path(libzim.__file__).resolve(), out.stdout
     assert "pip install 'libzim-c[dask]'" in out.stdout
 
 
