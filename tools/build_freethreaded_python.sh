@@ -8,8 +8,8 @@
 #
 # Usage (root or sudo; takes ~20-30 min on 2 cores):
 #   bash tools/build_freethreaded_python.sh [PREFIX]      # default /opt/py313t
-#   PREFIX/bin/python3.13t -m venv /path/venv && . /path/venv/bin/activate
-#   pip install -r requirements-dev.txt && pip install --no-build-isolation -e .
+#   then: bash tools/freethreaded_recipe.sh   (venv, test requirements, in-place
+#   build, the suite and the stress runs; FT_BUILD=1 there runs this script first)
 # Env: WORKDIR (build tree, default /var/tmp/py313t-build), MIRROR (default: the
 # host's deb.debian.org), JOBS (default 2).
 set -euo pipefail

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The free-threaded recipe, as one script: build the extension in place against
+# a free-threaded CPython 3.13 (python3.13t) in a venv of the test requirements,
+# run the whole suite (the GIL-progress tests skip, with the reason), then the
+# stress test with 8 and 16 threads.  What README's "Free-threaded CPython"
+# commands do, so that the recipe has a check that runs it (.ci/run, stage 8,
+# with LIBZIM_C_CI_FREETHREADED=1: building the interpreter takes 20-30 min on
+# 2 cores, so it is not in the default CI run).
+#
+# Usage (from anywhere; root or sudo only to build the interpreter):
+#   bash tools/freethreaded_recipe.sh [PYTEST_ARGS...]
+# Env:
+#   PY313T   the interpreter (default /opt/py313t/bin/python3.13t; built by
+#            tools/build_freethreaded_python.sh when missing and FT_BUILD=1)
+#   FT_BUILD=1            build the interpreter if missing (else: fail, saying how)
+#   FT_VENV               the venv (default /tmp/libzim-c-ft; reused if present)
+#   FT_STRESS_SECONDS     seconds per stress run (default 60; 0 skips them)
+#   FT_ALLOW_GIL=1        accept an interpreter with the GIL (to try the recipe's
+#                         steps on an ordinary python3; proves nothing about 3.13t)
+#
+# Three things the recipe needed by hand before (issue 21):
+# - hypothesis: its newest releases have no wheel for 3.13t and their sdist
+#   builds a Rust extension (fails offline); --only-binary=hypothesis takes the
+#   newest release with a pure-Python wheel (6.155.7 when this was written);
+# - dask[distributed] (and the serve extra's starlette, uvicorn, httpx): the test
+#   requirements, so that collection does not stop at tests/test_dask.py;
+# - tests/test_dask.py's test_core_imports_without_dask now passes the in-place
+#   build's directory to its child interpreter (PYTHONPATH).
+# mypy is left out: its compiled dependencies have no free-threaded wheels and
+# build with Rust.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PY313T=${PY313T:-/opt/py313t/bin/python3.13t}
+VENV=${FT_VENV:-/tmp/libzim-c-ft}
+STRESS=${FT_STRESS_SECONDS:-60}
+
+if [ ! -x "$PY313T" ]; then
+    if [ "${FT_BUILD:-0}" = 1 ]; then
+        bash "$ROOT/tools/build_freethreaded_python.sh" "$(dirname "$(dirname "$PY313T")")"
+    else
+        echo "freethreaded_recipe: no $PY313T; build it with" >&2
+        echo "  bash tools/build_freethreaded_python.sh   (20-30 min; or rerun with FT_BUILD=1)" >&2
+        exit 2
+    fi
+fi
+
+if [ "${FT_ALLOW_GIL:-0}" != 1 ]; then
+    "$PY313T" -c 'import sys; sys.exit(0 if hasattr(sys, "_is_gil_enabled") and not sys._is_gil_enabled() else 1)' || {
+        echo "freethreaded_recipe: $PY313T is not a free-threaded interpreter (FT_ALLOW_GIL=1 to go on)" >&2
+        exit 2
+    }
+fi
+
+[ -x "$VENV/bin/python" ] || "$PY313T" -m venv "$VENV"
+PY="$VENV/bin/python"
+
+# The test requirements but mypy, hypothesis from a wheel only.
+reqs=$(mktemp /tmp/libzim-c-ft-reqs.XXXXXX)
+trap 'rm -f "$reqs"' EXIT
+grep -v '^mypy' "$ROOT/requirements-test.txt" >"$reqs"
+"$PY" -m pip install -q "setuptools>=77" wheel   # the license field needs 77 (requirements-dev.txt)
+"$PY" -m pip install -q --only-binary=hypothesis -r "$reqs"
+
+cd "$ROOT"
+"$PY" setup.py build_ext --inplace -q    # libzim/_libzim.cpython-313t-*.so
+"$PY" -c 'import sys, libzim.reader; print("freethreaded_recipe:", sys.version.split()[0], "GIL enabled:",
+          getattr(sys, "_is_gil_enabled", lambda: True)(), libzim.__file__)'
+"$PY" -m pytest -q -rs -p no:cacheprovider "$@"
+if [ "$STRESS" != 0 ]; then
+    for threads in 8 16; do
+        LIBZIM_C_STRESS_SECONDS=$STRESS LIBZIM_C_STRESS_THREADS=$threads \
+            "$PY" -m pytest -q -p no:cacheprovider tests/test_stress.py
+    done
+fi
