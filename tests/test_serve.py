@@ -645,6 +645,23 @@ def test_port_taken_is_one_error_line(fra_path):
     assert "address already in use" in r.stderr
 
 
+def test_cluster_cache_option(fra_path):
+    # The serve command sizes the process's decoded-cluster cache (snippets read every
+    # hit's article); a taken port makes main() return right after the setup.
+    code = ("import socket, libzim\n"
+            "from libzim.cli import main\n"
+            "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); port = s.getsockname()[1]\n"
+            "for extra in ([], ['--cluster-cache', '5']):\n"
+            f"    rc = main(['serve', {str(fra_path)!r}, '--port', str(port), *extra])\n"
+            "    print(rc, libzim.get_cluster_cache_max_size())\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, **child_python())
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["1", str(64 << 20), "1", str(5 << 20)], r.stdout + r.stderr[-500:]
+    r = subprocess.run([sys.executable, "-m", "libzim", "serve", str(fra_path), "--cluster-cache", "-1"],
+                       capture_output=True, text=True, timeout=60, **child_python())
+    assert r.returncode == 2 and "--cluster-cache" in r.stderr
+
+
 def test_core_imports_without_the_extra():
     code = ("import sys; sys.modules['starlette'] = None; sys.modules['uvicorn'] = None\n"
             "import libzim, libzim.reader, libzim.search, libzim.cli\n"
