@@ -35,7 +35,7 @@ from starlette.testclient import TestClient  # noqa: E402
 from corpus import write_png  # noqa: E402
 from libzim import writer  # noqa: E402
 from libzim.serve import Library, create_app  # noqa: E402
-from libzim.serve.app import parse_range  # noqa: E402
+from libzim.serve.app import QUICK, SLOW, PriorityPool, parse_range  # noqa: E402
 from libzim.serve.library import book_name_from_path  # noqa: E402
 
 from conftest import REPO_ROOT, child_python, per_libzim  # noqa: E402
@@ -190,6 +190,48 @@ def test_large_content_streamed(client):
     assert r.content == BIG[-10:]
     h = client.head(url)
     assert h.status_code == 200 and h.content == b"" and h.headers["content-length"] == str(len(BIG))
+
+
+def test_priority_pool_runs_quick_jobs_first():
+    # One worker, held by a first job; then two search-like jobs and a suggestion-like
+    # one queue: the free worker takes the quick one first, then the others in order.
+    pool = PriorityPool(1, "test-pool")
+    started, release = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def hold() -> str:
+        started.set()
+        assert release.wait(60)
+        return "held"
+
+    try:
+        first = pool.submit(SLOW, hold)
+        assert started.wait(60)
+        futures = [pool.submit(prio, lambda name=name: order.append(name) or name)
+                   for name, prio in (("slow1", SLOW), ("slow2", SLOW), ("quick", QUICK))]
+        release.set()
+        assert first.result(60) == "held"
+        assert [f.result(60) for f in futures] == ["slow1", "slow2", "quick"]
+        assert order == ["quick", "slow1", "slow2"]
+        failing = pool.submit(QUICK, lambda: 1 // 0)
+        with pytest.raises(ZeroDivisionError):
+            failing.result(60)
+    finally:
+        release.set()
+        pool.shutdown()
+
+
+def test_priority_pool_shutdown_cancels_waiting_jobs():
+    pool = PriorityPool(1, "test-pool")
+    started, release = threading.Event(), threading.Event()
+    first = pool.submit(SLOW, lambda: started.set() or release.wait(60))
+    assert started.wait(60)
+    waiting = [pool.submit(p, lambda: "ran") for p in (SLOW, QUICK)]
+    pool.shutdown(wait=False, cancel_futures=True)
+    release.set()
+    assert first.result(60) is True
+    assert all(f.cancelled() for f in waiting)
+    pool.shutdown()
 
 
 def test_parse_range_unit():
