@@ -35,7 +35,7 @@ from starlette.testclient import TestClient  # noqa: E402
 from corpus import write_png  # noqa: E402
 from libzim import writer  # noqa: E402
 from libzim.serve import Library, create_app  # noqa: E402
-from libzim.serve.app import QUICK, SLOW, PriorityPool, parse_range  # noqa: E402
+from libzim.serve.app import QUICK, SLOW, PriorityPool, parse_range, parse_ranges  # noqa: E402
 from libzim.serve.library import book_name_from_path  # noqa: E402
 
 from conftest import REPO_ROOT, child_python, per_libzim  # noqa: E402
@@ -171,11 +171,58 @@ def test_byte_ranges(client):
         assert r.headers["content-range"] == f"bytes {lo}-{hi}/1024"
     r = client.get(url, headers={"Range": "bytes=2000-"})
     assert r.status_code == 416 and r.headers["content-range"] == "bytes */1024"
-    for ignored in ("bytes=0-1,5-6", "bytes=x-y", "items=0-1", "bytes=9-3"):
+    for ignored in ("bytes=x-y", "items=0-1", "bytes=9-3", "bytes=0-1,x", "bytes=0-1,bytes=3-4",
+                    "bytes=" + ",".join(f"{i * 2}-{i * 2}" for i in range(17))):
         r = client.get(url, headers={"Range": ignored})
         assert (r.status_code, r.content) == (200, full), ignored
     r = client.get(url, headers={"Range": "bytes=0-3", "If-Range": '"stale"'})
     assert r.status_code == 200
+
+
+def _parts(r) -> list[tuple[str, str, bytes]]:
+    """The (Content-Type, Content-Range, body) of each part of a multipart/byteranges answer."""
+    ctype = r.headers["content-type"]
+    m = re.fullmatch(r"multipart/byteranges; boundary=([0-9a-zA-Z'()+_,./:=?-]{1,70})", ctype)
+    assert m is not None, ctype
+    sep = b"--" + m.group(1).encode()
+    body = r.content
+    assert body.endswith(sep + b"--\r\n") and body.startswith(sep + b"\r\n")
+    out = []
+    for chunk in body[:-len(sep) - 4].split(sep + b"\r\n")[1:]:
+        head, _, data = chunk.partition(b"\r\n\r\n")
+        assert data.endswith(b"\r\n")
+        fields = dict(line.split(": ", 1) for line in head.decode().split("\r\n"))
+        out.append((fields["Content-Type"], fields["Content-Range"], data[:-2]))
+    return out
+
+
+def test_multiple_byte_ranges(client):
+    url = f"/content/{FRA}/data/blob.bin"
+    full = bytes(range(256)) * 4
+    mime = "application/octet-stream"
+    for header, spans in {"bytes=0-1,5-6": [(0, 1), (5, 6)], "bytes=900-,-3,10-19": [(10, 19), (900, 1023)],
+                          "bytes=100-199, 0-0 ,": [(0, 0), (100, 199)]}.items():
+        r = client.get(url, headers={"Range": header})
+        assert r.status_code == 206, header
+        assert "content-range" not in r.headers
+        assert int(r.headers["content-length"]) == len(r.content)
+        assert _parts(r) == [(mime, f"bytes {lo}-{hi}/1024", full[lo:hi + 1]) for lo, hi in spans], header
+        h = client.head(url, headers={"Range": header})
+        assert h.status_code == 206 and h.content == b"" and h.headers["content-length"] == r.headers["content-length"]
+    # Overlapping or adjacent ranges are merged; unsatisfiable ones dropped: one range left is a plain 206.
+    for header, (lo, hi) in {"bytes=0-10,5-20": (0, 20), "bytes=0-9,10-19": (0, 19),
+                             "bytes=1-2,2000-3000": (1, 2), "bytes=" + ",".join("7-8" for _ in range(16)): (7, 8)}.items():
+        r = client.get(url, headers={"Range": header})
+        assert r.status_code == 206 and r.headers["content-range"] == f"bytes {lo}-{hi}/1024", header
+        assert r.content == full[lo:hi + 1]
+    r = client.get(url, headers={"Range": "bytes=2000-,3000-4000"})
+    assert r.status_code == 416 and r.headers["content-range"] == "bytes */1024"
+    # Above the streaming threshold the parts are streamed from the entry's memoryview.
+    big = f"/content/{FRA}/data/big.bin"
+    r = client.get(big, headers={"Range": "bytes=0-9,1000000-2999999"})
+    assert r.status_code == 206 and int(r.headers["content-length"]) == len(r.content)
+    assert _parts(r) == [("video/webm", f"bytes 0-9/{len(BIG)}", BIG[:10]),
+                         ("video/webm", f"bytes 1000000-2999999/{len(BIG)}", BIG[1000000:3000000])]
 
 
 def test_large_content_streamed(client):
@@ -241,6 +288,13 @@ def test_parse_range_unit():
     assert parse_range("bytes=10-", 10) == "unsatisfiable"
     assert parse_range("bytes=" + "9" * 40 + "-", 10) is None
     assert parse_range("bytes=-", 10) is None
+    assert parse_range("bytes=-3", 0) == "unsatisfiable" and parse_range("bytes=0-", 0) == "unsatisfiable"
+    assert parse_ranges("bytes=5-6,0-1", 10) == [(0, 1), (5, 6)]
+    assert parse_ranges("bytes=0-3,2-5,7-", 10) == [(0, 5), (7, 9)]
+    assert parse_ranges("bytes=20-,30-", 10) == "unsatisfiable"
+    assert parse_ranges("bytes=0-1,,3-4", 10) == [(0, 1), (3, 4)]
+    for ignored in ("bytes=", "bytes=,", "bytes=0-1,a", "bytes=0-1;3-4", "0-1", "bytes=1-2," * 17):
+        assert parse_ranges(ignored, 10) is None, ignored
 
 
 def test_raw_meta(client):

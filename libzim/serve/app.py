@@ -44,6 +44,7 @@ T = TypeVar("T")
 NO_CACHE = "no-cache, no-store, must-revalidate"
 STREAM_ABOVE = 1 << 20  # content larger than this is sent in chunks from the binding's memoryview
 STREAM_CHUNK = 256 << 10
+MAX_RANGES = 16  # more ranges in one request: the whole content (200), as RFC 9110 allows
 CONTENT_CACHE = "max-age=2723040, public"  # what kiwix-serve 3.3 sends for archive content
 _MIME_OK = re.compile(r"^[A-Za-z0-9!#$&^_.+-]{1,64}/[A-Za-z0-9!#$&^_.+-]{1,64}( *;[ -~]{0,128})?$")
 
@@ -272,15 +273,17 @@ class Server:
         rng = request.headers.get("range")
         size = len(content)
         if rng is not None and self._range_applies(request, etag):
-            span = parse_range(rng, size)
-            if span == "unsatisfiable":
+            spans = parse_ranges(rng, size)
+            if spans == "unsatisfiable":
                 r = error_response(416, "The requested range is outside the content.", head)
                 r.headers["Content-Range"] = f"bytes */{size}"
                 return r
-            if isinstance(span, tuple):
-                lo, hi = span
+            if isinstance(spans, list) and len(spans) == 1:
+                lo, hi = spans[0]
                 headers["Content-Range"] = f"bytes {lo}-{hi}/{size}"
                 return _bytes_response(content[lo:hi + 1], 206, mimetype, headers, head)
+            if isinstance(spans, list):
+                return _multipart_response(content, spans, mimetype, headers, head)
         return _bytes_response(content, 200, mimetype, headers, head)
 
     @staticmethod
@@ -481,11 +484,11 @@ def _text(request: Request, body: str, mimetype: str) -> Response:
     return r
 
 
-def parse_range(header: str, size: int) -> tuple[int, int] | str | None:
-    """One byte range of ``bytes=A-B``, ``bytes=A-`` or ``bytes=-N``: (first, last),
-    "unsatisfiable", or None to ignore the header (bad syntax, several ranges:
-    RFC 9110 lets a server answer those with the whole content)."""
-    m = re.fullmatch(r"\s*bytes\s*=\s*([0-9]{0,18})\s*-\s*([0-9]{0,18})\s*", header)
+def parse_range(spec: str, size: int) -> tuple[int, int] | str | None:
+    """One byte range (``A-B``, ``A-``, ``-N``, with or without the ``bytes=`` unit):
+    (first, last), "unsatisfiable", or None for bad syntax (then the whole header is
+    ignored: RFC 9110 lets a server answer with the whole content)."""
+    m = re.fullmatch(r"\s*(?:bytes\s*=)?\s*([0-9]{0,18})\s*-\s*([0-9]{0,18})\s*", spec)
     if m is None:
         return None
     a, b = m.group(1), m.group(2)
@@ -493,7 +496,7 @@ def parse_range(header: str, size: int) -> tuple[int, int] | str | None:
         return None
     if a == "":
         n = int(b)
-        if n == 0:
+        if n == 0 or size == 0:
             return "unsatisfiable"
         return max(0, size - n), size - 1
     lo = int(a)
@@ -503,6 +506,63 @@ def parse_range(header: str, size: int) -> tuple[int, int] | str | None:
     if lo >= size:
         return "unsatisfiable"
     return lo, hi
+
+
+def parse_ranges(header: str, size: int, max_ranges: int = MAX_RANGES) -> list[tuple[int, int]] | str | None:
+    """The ranges of a ``Range: bytes=...`` header, sorted, overlapping and adjacent ones
+    merged (RFC 9110 allows it; so no request gets a byte twice); "unsatisfiable" when
+    none is in the content; None to ignore the header (bad syntax, another unit, more
+    than ``max_ranges`` ranges): the whole content is sent."""
+    m = re.fullmatch(r"\s*bytes\s*=(.*)", header, re.S)
+    if m is None:
+        return None
+    specs = [p for p in m.group(1).split(",") if p.strip()]  # RFC 9110 allows empty list elements
+    if not specs or len(specs) > max_ranges:
+        return None
+    spans: list[tuple[int, int]] = []
+    for spec in specs:
+        one = parse_range(spec, size) if "=" not in spec else None  # no second "bytes=" in the list
+        if one is None:
+            return None
+        if isinstance(one, tuple):
+            spans.append(one)
+    if not spans:
+        return "unsatisfiable"
+    spans.sort()
+    merged = [spans[0]]
+    for lo, hi in spans[1:]:
+        if lo <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+        else:
+            merged.append((lo, hi))
+    return merged
+
+
+def _multipart_response(content: bytes | memoryview, spans: list[tuple[int, int]], mimetype: str,
+                        headers: dict[str, str], head: bool) -> Response:
+    """206 multipart/byteranges: one part per range, each with its Content-Type and Content-Range."""
+    boundary = uuidlib.uuid4().hex
+    size = len(content)
+    pieces: list[bytes | memoryview] = []
+    for lo, hi in spans:
+        pieces.append(f"--{boundary}\r\nContent-Type: {mimetype}\r\nContent-Range: bytes {lo}-{hi}/{size}\r\n\r\n"
+                      .encode("latin-1"))
+        pieces.append(content[lo:hi + 1])
+        pieces.append(b"\r\n")
+    pieces.append(f"--{boundary}--\r\n".encode("latin-1"))
+    length = sum(len(p) for p in pieces)
+    headers = {**headers, "Content-Type": f"multipart/byteranges; boundary={boundary}", "Content-Length": str(length)}
+    if head:
+        return Response(b"", status_code=206, headers=headers)
+    if length <= STREAM_ABOVE:
+        return Response(b"".join(pieces), status_code=206, headers=headers)
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for p in pieces:
+            for i in range(0, len(p), STREAM_CHUNK):
+                yield bytes(p[i:i + STREAM_CHUNK])
+
+    return StreamingResponse(chunks(), status_code=206, headers=headers)
 
 
 def create_app(paths: Iterable[str | os.PathLike[str]] | Library, *, threads: int | None = None,
