@@ -482,6 +482,54 @@ def test_catalog(client, fra_path):
     assert client.get("/catalog/v2/root.xml").status_code == 200
 
 
+def test_catalog_query(client):
+    ns = {"a": "http://www.w3.org/2005/Atom"}
+
+    def names(query: str) -> tuple[set[str], str]:
+        r = client.get("/catalog/v2/entries", params={"q": query})
+        assert r.status_code == 200
+        root = ET.fromstring(r.content)
+        return {e.find("a:name", ns).text for e in root.findall("a:entry", ns)}, root.find("a:totalResults", ns).text
+
+    assert names("") == ({A, FRA}, "2")
+    assert names("fixture") == ({A}, "1")  # A's title: "Search fixture A"
+    assert names("LIVRE co") == ({FRA}, "1")  # every word, any case, in title / description / ...
+    assert names("livre fixture") == (set(), "0")
+    assert client.get("/catalog/v2/entries", params={"q": "x" * 5000}).status_code == 400
+
+
+def test_downloads(zim_a_path, fra_path, client):
+    ns = {"a": "http://www.w3.org/2005/Atom"}
+    acq = "http://opds-spec.org/acquisition/open-access"
+
+    def acquisition_links(c: TestClient) -> dict[str, dict[str, str]]:
+        root = ET.fromstring(c.get("/catalog/v2/entries").content)
+        return {e.find("a:name", ns).text: dict(link.attrib) for e in root.findall("a:entry", ns)
+                for link in e.findall("a:link", ns) if link.get("rel") == acq}
+
+    # Off by default, as kiwix-serve: no link, no file.
+    assert acquisition_links(client) == {}
+    assert client.get(f"/download/{FRA}.zim").status_code == 404
+    data = fra_path.read_bytes()
+    app = create_app([zim_a_path, fra_path], threads=2, downloads=True)
+    with TestClient(app) as c:
+        links = acquisition_links(c)
+        assert set(links) == {A, FRA}
+        fra = links[FRA]
+        assert fra["type"] == "application/x-zim" and fra["length"] == str(len(data))
+        assert fra["href"] == f"/download/{quote(FRA)}.zim"
+        r = c.get(fra["href"])
+        assert r.status_code == 200 and r.content == data
+        assert r.headers["content-type"] == "application/x-zim"
+        r = c.get(fra["href"], headers={"Range": "bytes=100-199"})
+        assert r.status_code == 206 and r.content == data[100:200]
+        h = c.head(fra["href"])
+        assert h.status_code == 200 and h.headers["content-length"] == str(len(data)) and h.content == b""
+        for missing in (f"/download/{FRA}", "/download/nobook.zim", f"/download/{FRA}.zim.zim",
+                        "/download/..%2F..%2Fetc%2Fpasswd.zim"):
+            assert c.get(missing).status_code == 404, missing
+
+
 def test_limits(client):
     assert client.post("/search", content=b"x").status_code == 405
     assert client.request("PUT", "/").status_code == 405
@@ -716,7 +764,7 @@ def test_serve_in_the_cli_help():
     r = subprocess.run([sys.executable, "-m", "libzim", "serve", "--help"], capture_output=True, text=True,
                        timeout=60, **child_python())
     assert r.returncode == 0 and r.stdout.startswith("usage: zim serve")
-    for opt in ("--address", "--port", "--threads"):
+    for opt in ("--address", "--port", "--threads", "--downloads", "--cluster-cache"):
         assert opt in r.stdout
 
 

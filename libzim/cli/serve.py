@@ -45,7 +45,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # decoded clusters of a 50 MiB documentation archive were re-decoded on
     # most searches (CPU per snippet page 6.6 ms at 16 MiB, 2.8 ms at 64 MiB).
     set_cluster_cache_max_size((SERVE_CLUSTER_CACHE_MIB if args.cluster_cache is None else args.cluster_cache) << 20)
-    app = create_app(library, threads=threads)
+    app = create_app(library, threads=threads, downloads=args.downloads)
     names = ", ".join(library.books)
     sys.stderr.write(f"{PROG}: serving {len(library.books)} book(s) ({names}) on http://{args.address}:{args.port}/ "
                      f"with {threads} worker threads, a {get_cluster_cache_max_size() >> 20} MiB cluster cache\n")
@@ -85,5 +85,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--cluster-cache", type=int, default=None, metavar="MIB",
                    help=f"decoded-cluster cache of the process, in MiB (default {SERVE_CLUSTER_CACHE_MIB}; "
                         "libzim-c's default elsewhere is 16)")
+    p.add_argument("--downloads", action="store_true",
+                   help="serve each archive's file at /download/BOOK.zim, linked from the OPDS catalog")
     p.add_argument("--no-access-log", action="store_true", help="do not log each request")
     p.set_defaults(func=cmd_serve)

@@ -28,7 +28,7 @@ from urllib.parse import quote
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -157,8 +157,9 @@ class PriorityPool:
 class Server:
     """The library, the pool, and the request handlers."""
 
-    def __init__(self, library: Library, threads: int, limits: Limits) -> None:
+    def __init__(self, library: Library, threads: int, limits: Limits, downloads: bool = False) -> None:
         self.library = library
+        self.downloads = downloads
         self.limits = limits
         self.pool = PriorityPool(max(1, threads), "zim-serve")
         self.pending = 0
@@ -408,9 +409,15 @@ class Server:
             books = [b for b in books if b.language in q.get("lang", "").split(",")]
         if q.get("name"):
             books = [b for b in books if b.name == q.get("name")]
+        query = q.get("q", "")
+        if len(query) > self.limits.max_query_chars:
+            raise HTTPError(400, f"The query is longer than {self.limits.max_query_chars} characters.")
+        if query.strip():
+            books = [b for b in books if b.matches(query)]
         start = self.int_param(request, "start", 0, 0)
         count = self.int_param(request, "count", 10_000, 0, 10_000)
-        body = pages.opds_entries(books[start:start + count], self.feed_id, len(books), start, _root(request))
+        body = pages.opds_entries(books[start:start + count], self.feed_id, len(books), start, _root(request),
+                                  downloads=self.downloads)
         return _text(request, body, "application/atom+xml;profile=opds-catalog;kind=acquisition")
 
     async def catalog_root(self, request: Request) -> Response:
@@ -439,6 +446,17 @@ class Server:
         content, mimetype = await self.run(self._illustration, book, size)
         etag = '"' + hashlib.blake2b(f"{book.uuid}/illustration/{size}".encode(), digest_size=12).hexdigest() + '"'
         return self.send_bytes(request, content, mimetype or "image/png", etag)
+
+    async def download(self, request: Request) -> Response:
+        """The book's .zim file (only with downloads on): Starlette's FileResponse, which
+        answers ranges (resumed downloads), HEAD and conditional requests itself and
+        reads the file in its worker threads, not ours."""
+        name = str(request.path_params["file"])
+        book = self.library.books.get(name.removesuffix(".zim")) if name.endswith(".zim") else None
+        if not self.downloads or book is None or book.file is None:
+            raise HTTPError(404, f"No download {name}")
+        return FileResponse(book.file, media_type="application/x-zim", filename=book.file.name,
+                            headers={"Cache-Control": "max-age=86400, public"})
 
     # -- library ------------------------------------------------------------
 
@@ -566,15 +584,18 @@ def _multipart_response(content: bytes | memoryview, spans: list[tuple[int, int]
 
 
 def create_app(paths: Iterable[str | os.PathLike[str]] | Library, *, threads: int | None = None,
-               limits: Limits | None = None, search_cache: int = 64) -> Starlette:
+               limits: Limits | None = None, search_cache: int = 64, downloads: bool = False) -> Starlette:
     """The ASGI app serving ``paths`` (ZIM files or folders of them) or a Library.
 
     Mount it in another Starlette / FastAPI app with ``app.mount("/zim", create_app([...]))``;
     ``app.state.server`` holds the Server (its ``library`` and worker ``pool``).
+    ``downloads=True`` serves each book's .zim file at ``/download/BOOK.zim`` and links it
+    from the OPDS catalog (kiwix-serve serves no files; off by default: a big archive is a
+    big download).
     """
     lib = paths if isinstance(paths, Library) else Library(paths, search_cache=search_cache)
     lim = limits or Limits()
-    server = Server(lib, threads or min(32, (os.cpu_count() or 1) * 2), lim)
+    server = Server(lib, threads or min(32, (os.cpu_count() or 1) * 2), lim, downloads=downloads)
 
     async def on_http_error(request: Request, exc: Exception) -> Response:
         if isinstance(exc, HTTPError):
@@ -600,6 +621,7 @@ def create_app(paths: Iterable[str | os.PathLike[str]] | Library, *, threads: in
         Route("/catalog/v2/root.xml", server.catalog_root, methods=["GET", "HEAD"]),
         Route("/catalog/v2/illustration/{uuid}", server.illustration, methods=["GET", "HEAD"]),
         Route("/catalog/v2/illustration/{uuid}/", server.illustration, methods=["GET", "HEAD"]),
+        Route("/download/{file}", server.download, methods=["GET", "HEAD"]),
         Route("/content/{book}", server.book_root, methods=["GET", "HEAD"]),
         Route("/content/{book}/{path:path}", server.content, methods=["GET", "HEAD"]),
         Route("/raw/{book}/content/{path:path}", server.raw_content, methods=["GET", "HEAD"]),

@@ -75,6 +75,7 @@ class Book:
     media_count: int
     main_path: str | None
     illustration_sizes: tuple[int, ...]
+    file: Path | None = None  # the one .zim file it was opened from (None: split or embedded archives)
     _suggester: SuggestionSearcher | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -101,8 +102,14 @@ class Book:
             creator=_meta(a, "Creator"), publisher=_meta(a, "Publisher"), date=_meta(a, "Date"),
             tags=_meta(a, "Tags"), flavour=_meta(a, "Flavour"), uuid=str(a.uuid),
             article_count=a.article_count, media_count=a.media_count, main_path=main,
-            illustration_sizes=sizes,
+            illustration_sizes=sizes, file=_single_file(path),
         )
+
+    def matches(self, query: str) -> bool:
+        """The OPDS catalog's ``q=``: every word of ``query`` is in the title, description,
+        name, tags, creator or publisher (case-insensitive substrings; libkiwix uses Xapian)."""
+        text = " ".join((self.title, self.description, self.name, self.tags, self.creator, self.publisher)).casefold()
+        return all(w in text for w in query.casefold().split())
 
     @property
     def suggester(self) -> SuggestionSearcher:
@@ -112,6 +119,12 @@ class Book:
             if self._suggester is None:
                 self._suggester = SuggestionSearcher(self.archive)
             return self._suggester
+
+
+def _single_file(path: Path) -> Path | None:
+    """The archive's file when one whole ``.zim`` file holds it (what a download serves)."""
+    p = Path(os.path.realpath(path))
+    return p if p.suffix == ".zim" and p.is_file() else None
 
 
 def resolve(entry: Entry, limit: int = 50) -> Entry:

@@ -14,7 +14,7 @@ from urllib.parse import quote, urlencode
 from .library import Book
 
 __all__ = ["error_page", "library_page", "search_page", "search_rss", "suggest_json", "opds_entries", "esc",
-           "content_url", "safe_snippet"]
+           "content_url", "download_url", "safe_snippet"]
 
 
 def esc(text: object) -> str:
@@ -227,10 +227,29 @@ def _iso_date(date: str) -> str:
     return f"{d.isoformat()}T00:00:00Z"
 
 
-def opds_entries(books: Sequence[Book], feed_id: str, total: int, start: int, root: str = "") -> str:
+def download_url(book: str, root: str = "") -> str:
+    """The URL ``zim serve --downloads`` serves a book's .zim file at."""
+    return f"{quote(root, safe='/')}/download/{quote(book, safe='')}.zim"
+
+
+def _acquisition(b: Book, root: str) -> str:
+    """The OPDS acquisition link (as library.kiwix.org's entries have) to the book's file."""
+    if b.file is None:
+        return ""
+    try:
+        size = b.file.stat().st_size
+    except OSError:
+        return ""
+    return (f"    <link rel=\"http://opds-spec.org/acquisition/open-access\" type=\"application/x-zim\" "
+            f"href=\"{esc(download_url(b.name, root))}\" length=\"{size}\" />\n")
+
+
+def opds_entries(books: Sequence[Book], feed_id: str, total: int, start: int, root: str = "",
+                 downloads: bool = False) -> str:
     """The OPDS acquisition feed of ``/catalog/v2/entries``: an Atom entry per
     book with the fields Kiwix clients read (UUID, title, language, counts,
-    48-pixel thumbnail when there is one)."""
+    48-pixel thumbnail when there is one, and with ``downloads`` a link to the
+    book's file)."""
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     entries = []
     for b in books:
@@ -248,6 +267,7 @@ def opds_entries(books: Sequence[Book], feed_id: str, total: int, start: int, ro
             f"    <tags>{esc(b.tags)}</tags>\n    <articleCount>{b.article_count}</articleCount>\n"
             f"    <mediaCount>{b.media_count}</mediaCount>\n{thumb}"
             f"    <link type=\"text/html\" href=\"{esc(content_url(b.name, root=root).rstrip('/'))}\" />\n"
+            f"{_acquisition(b, root) if downloads else ''}"
             f"    <author>\n      <name>{esc(b.creator)}</name>\n    </author>\n"
             f"    <publisher>\n      <name>{esc(b.publisher)}</name>\n    </publisher>\n"
             f"    <dc:issued>{_iso_date(b.date)}</dc:issued>\n  </entry>\n"
