@@ -648,6 +648,64 @@ def test_mount_example(fra_path):
         assert f'href="/zim/content/{FRA}/"' in c.get("/zim/").text
 
 
+def _example(name: str):
+    sys.path.insert(0, str(REPO_ROOT / "examples"))
+    try:
+        return __import__(name)
+    finally:
+        sys.path.pop(0)
+
+
+def test_fastapi_example(fra_path):
+    # fastapi is in requirements-test.txt: missing, this fails, never skips.
+    app = _example("serve_fastapi").build([str(fra_path)], threads=2)
+    with TestClient(app) as c:
+        assert c.get("/api/books").json() == [{"name": FRA, "title": HOSTILE_TITLE, "language": "fra",
+                                               "articles": len(FRA_PAGES) + 1}]
+        assert c.get("/api/books/nobook").status_code == 404
+        r = c.get(f"/zim/content/{FRA}/", follow_redirects=False)
+        assert r.status_code == 302 and r.headers["location"] == f"/zim/content/{FRA}/index.html"
+        r = c.get("/zim/search", params={"books.name": FRA, "pattern": "numero3"})
+        assert _result_paths(r.text.replace('href="/zim/', 'href="/'), FRA) == ["A/page3.html"]
+        r = c.get(f"/zim/content/{FRA}/data/blob.bin", headers={"Range": "bytes=0-3"})
+        assert r.status_code == 206 and r.content == bytes(range(4))
+        assert c.get("/zim/suggest", params={"content": FRA, "term": "page"}).json()[0]["kind"] == "path"
+
+
+def _wsgi_get(app, path: str, query: str = "", headers: dict[str, str] | None = None
+              ) -> tuple[str, dict[str, str], bytes]:
+    from wsgiref.util import setup_testing_defaults
+
+    environ: dict[str, object] = {"PATH_INFO": path, "QUERY_STRING": query, "REQUEST_METHOD": "GET"}
+    for k, v in (headers or {}).items():
+        environ["HTTP_" + k.upper().replace("-", "_")] = v
+    setup_testing_defaults(environ)
+    got: dict[str, object] = {}
+
+    def start_response(status: str, hdrs: list[tuple[str, str]], exc_info: object = None) -> None:
+        got["status"], got["headers"] = status, {k.lower(): v for k, v in hdrs}
+
+    body = b"".join(app(environ, start_response))
+    return str(got["status"]), got["headers"], body  # type: ignore[return-value]
+
+
+def test_wsgi_example(fra_path):
+    # a2wsgi is in requirements-test.txt: missing, this fails, never skips.
+    app = _example("serve_wsgi").build([str(fra_path)], threads=2)
+    status, _, body = _wsgi_get(app, "/")
+    assert status == "200 OK" and b"My site" in body
+    status, headers, _ = _wsgi_get(app, f"/zim/content/{FRA}/")
+    assert status.startswith("302") and headers["location"] == f"/zim/content/{FRA}/index.html"
+    status, headers, body = _wsgi_get(app, f"/zim/content/{FRA}/A/page3.html")
+    assert status == "200 OK" and body.decode() == _fra_html(*FRA_PAGES["A/page3.html"])
+    status, _, body = _wsgi_get(app, "/zim/search", f"books.name={FRA}&pattern=numero3")
+    assert status == "200 OK"
+    assert _result_paths(body.decode().replace('href="/zim/', 'href="/'), FRA) == ["A/page3.html"]
+    status, headers, body = _wsgi_get(app, f"/zim/content/{FRA}/data/blob.bin", headers={"Range": "bytes=4-7"})
+    assert status.startswith("206") and body == bytes(range(4, 8))
+    assert _wsgi_get(app, "/zim/content/nobook/x")[0].startswith("404")
+
+
 # -- the live server --------------------------------------------------------
 
 
