@@ -59,6 +59,16 @@ def log(*a):
 # ---------------------------------------------------------------- setup
 
 
+def ensure_archive(key: str, cache: Path, install: bool = False) -> Path:
+    """The archive for an --archives key: a Debian doc package, or a combined
+    archive of tools/corpus.py (``rustjava``, ~42,000 pages).  A combined one
+    lives in corpus.py's default cache whatever ``cache`` says: it takes
+    minutes to build, and bench/size_scaling.py and text.py read it there."""
+    if key in corpus.COMBINED_ARCHIVES:
+        return corpus.ensure_combined_doc_zim(key, install=install)
+    return corpus.ensure_debian_doc_zim(key, cache, install=install)
+
+
 def build_raw(force=False) -> Path:
     exe = OUT / "raw_search"
     src = HERE / "raw_search.cpp"
@@ -380,7 +390,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="1 trial of 1 s, threads 1 and 2 only")
     ap.add_argument("--archives", default=None,
                     help=f"comma-separated Debian doc packages (default: {','.join(DEFAULT_ARCHIVES)}; "
-                         "linux-doc only if installed or --install)")
+                         "linux-doc only if installed or --install), or rustjava: the ~42,000-page "
+                         "archive of tools/corpus.py --combined (built here if missing: minutes)")
     ap.add_argument("--install", action="store_true",
                     help="install what is missing: doc packages and python3-libzim (apt), matplotlib (pip)")
     ap.add_argument("--trials", type=int, default=3)
@@ -409,7 +420,7 @@ def main():
     archives = {}
     for key in keys:
         log(f"archive {key} ...")
-        archives[key] = corpus.ensure_debian_doc_zim(key, CACHE / "zim", install=args.install)
+        archives[key] = ensure_archive(key, CACHE / "zim", install=args.install)
     raw = build_raw()
     inputs = make_inputs(raw, archives)
     archive_args = [a for k, p in archives.items() for a in ("--archive", f"{k}={p}")]

@@ -230,12 +230,14 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=4.0)
     ap.add_argument("--threads", default="1,2,4")
     ap.add_argument("--zim-dir", default=str(run.CACHE / "zim"), help="where the archives are built or cached")
+    ap.add_argument("--archives", help="comma-separated keys as in bench/run.py (e.g. rustjava)")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
     if args.quick:
         args.trials, args.duration = 1, 1.5
-    archives = {k: run.corpus.ensure_debian_doc_zim(k, args.zim_dir) for k in run.DEFAULT_ARCHIVES
-                if k != "linux-doc" or run.corpus.package_version(k)}
+    keys = args.archives.split(",") if args.archives else [
+        k for k in run.DEFAULT_ARCHIVES if k != "linux-doc" or run.corpus.package_version(k)]
+    archives = {k: run.ensure_archive(k, Path(args.zim_dir)) for k in keys}
     raw = run.build_raw()
     inputs = run.make_inputs(raw, archives)["snippets"]
     archive_args = [a for k, p in archives.items() for a in ("--archive", f"{k}={p}")]
