@@ -38,6 +38,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -130,17 +131,22 @@ def worker(args: argparse.Namespace) -> None:
             sizes[k] = s
 
         threads = [threading.Thread(target=run, args=(k,)) for k in range(n)]
+        sw0 = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
         t0, c0 = time.perf_counter(), time.process_time()
         for t in threads:
             t.start()
         for t in threads:
             t.join()
         dt, dc = time.perf_counter() - t0, time.process_time() - c0
+        sw = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw - sw0
         out_bytes = sum(sizes)
+        if best is None or dt < best:
+            vcsw = sw  # of the best pass: waits for the GIL or a lock put a thread to sleep
         best = dt if best is None else min(best, dt)
         cpu = dc if cpu is None else min(cpu, dc)
     print(json.dumps({"impl": args.impl, "threads": n, "seconds": best, "pages": len(pages),
-                      "text_bytes": out_bytes, "cpu_seconds": cpu, "libzim": libzim.__file__}))
+                      "text_bytes": out_bytes, "cpu_seconds": cpu, "vcsw": vcsw,
+                      "libzim": libzim.__file__}))
 
 
 def quality_worker(args: argparse.Namespace) -> None:
@@ -234,6 +240,10 @@ def main() -> None:
     ap.add_argument("--quality-out")
     ap.add_argument("--reuse-rows", action="store_true",
                     help="take the throughput rows of the last run (quality only)")
+    ap.add_argument("--thread-trials", type=int, metavar="K",
+                    help="only ours: 1 and 2 threads (--thread-counts), K interleaved trials per "
+                         "archive, medians; writes bench/results/text_threads.md/.json")
+    ap.add_argument("--thread-counts", default="1,2")
     args = ap.parse_args()
     if args.impl and args.quality_out:
         args.out = args.quality_out
@@ -246,6 +256,9 @@ def main() -> None:
     zims = args.archives or sorted(Path.home().glob(".cache/libzim-c/python3.11-doc*.zim"))
     if not zims:
         sys.exit("no archive: pass one, or build python3.11-doc with tools/corpus.py")
+    if args.thread_trials:
+        thread_scaling(zims, args)
+        return
     py = peer_python()
     CACHE.mkdir(parents=True, exist_ok=True)
     pages = select_pages(zims, args.pages)
@@ -287,6 +300,93 @@ def main() -> None:
         "all vs BeautifulSoup visible": overlap(texts["ours-all"], texts["bs4-lxml"]),
     }
     write_results(zims, pages, rows, quality)
+
+
+def thread_scaling(zims: list[Path], args: argparse.Namespace) -> None:
+    """Item.text at 1 and 2 threads per archive: interleaved trials, medians.
+
+    On a shared machine a second thread only helps when a second core is
+    free, so each row also says how much CPU the process got (CPU s / wall s)
+    and how often a thread went to sleep (voluntary context switches per page:
+    a wait for the GIL or a lock).  Pages/s per CPU-second staying flat from 1
+    to 2 threads, with few switches, means the threads did not wait for each
+    other: what is missing from 2x is cores, not the code.
+    """
+    counts = [int(n) for n in args.thread_counts.split(",")]
+    CACHE.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for zim in zims:
+        pages = select_pages([zim], args.pages)
+        pages_file = CACHE / f"text-pages-{zim.stem[:40]}.json"
+        pages_file.write_text(json.dumps(pages))
+        for trial in range(args.thread_trials):
+            for n in counts:
+                r = json.loads(run_sub("ours", ["--threads", str(n), "--passes", str(args.passes),
+                                                "--pages-file", str(pages_file)], Path("-")
+                                       ).stdout.strip().splitlines()[-1])
+                r.update(archive=zim.name, trial=trial, load1=os.getloadavg()[0],
+                         pages_per_s=r["pages"] / r["seconds"],
+                         cpu_per_wall=r["cpu_seconds"] / r["seconds"],
+                         pages_per_cpu_s=r["pages"] / r["cpu_seconds"],
+                         vcsw_per_page=r["vcsw"] / r["pages"])
+                rows.append(r)
+                if n > 1:
+                    rows.append(procs_control(zim, pages, n, args, trial))
+                log(f"{zim.name[:30]:30} trial {trial} {n} thr: {r['pages_per_s']:7.0f} pages/s, "
+                    f"CPU/wall {r['cpu_per_wall']:.2f}, {r['pages_per_cpu_s']:.0f} pages/CPU-s, "
+                    f"{r['vcsw_per_page']:.3f} sleeps/page, load {r['load1']:.2f}")
+    med = lambda zim, n, k: statistics.median(r[k] for r in rows  # noqa: E731
+                                              if r["archive"] == zim.name and r["threads"] == n
+                                              and not r.get("procs"))
+    medp = lambda zim, n: statistics.median(r["pages_per_s"] for r in rows  # noqa: E731
+                                            if r["archive"] == zim.name and r.get("procs") == n)
+    loads = [r["load1"] for r in rows]
+    lines = ["# Item.text: 1 thread against 2", "",
+             f"`python3 bench/text.py --thread-trials {args.thread_trials} --pages {args.pages} "
+             f"--passes {args.passes} ...` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
+             f"{os.cpu_count()} cores shared with other jobs, 1-minute load {min(loads):.2f}-{max(loads):.2f}. "
+             f"Medians of {args.thread_trials} interleaved trials (fresh process each, best of "
+             f"{args.passes} passes over the same pages, split evenly among the threads; one "
+             "Archive shared by the threads).", "",
+             "| archive | threads | pages/s | x 1 thread | CPU s / wall s | pages per CPU-s | "
+             "sleeps per page | MB text/s |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for zim in zims:
+        one = med(zim, counts[0], "pages_per_s")
+        for n in counts:
+            mb = statistics.median(r["text_bytes"] / r["seconds"] / 1e6 for r in rows
+                                   if r["archive"] == zim.name and r["threads"] == n
+                                   and not r.get("procs"))
+            lines.append(f"| {zim.name} | {n} | {med(zim, n, 'pages_per_s'):.0f} | "
+                         f"{med(zim, n, 'pages_per_s') / one:.2f} | {med(zim, n, 'cpu_per_wall'):.2f} | "
+                         f"{med(zim, n, 'pages_per_cpu_s'):.0f} | {med(zim, n, 'vcsw_per_page'):.3f} | "
+                         f"{mb:.1f} |")
+        for n in counts[1:]:
+            lines.append(f"| {zim.name} | {n} processes (control) | {medp(zim, n):.0f} | "
+                         f"{medp(zim, n) / one:.2f} | | | | |")
+    lines += ["", "The control row runs the same split in separate processes (nothing shared: no "
+              "GIL, no cache, no lock): when it gains no more than the threads do, the second core "
+              "was not there to take, and the threads' shortfall from 2x is the machine's."]
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "text_threads.json").write_text(json.dumps({"rows": rows, "argv": sys.argv[1:]}, indent=1))
+    (RESULTS / "text_threads.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def procs_control(zim: Path, pages: list, n: int, args: argparse.Namespace, trial: int) -> dict:
+    """The n-thread split run as n single-thread processes at once: summed pages/s."""
+    files = []
+    for k in range(n):
+        f = CACHE / f"text-pages-proc{k}.json"
+        f.write_text(json.dumps(pages[k::n]))
+        files.append(f)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    procs = [subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--impl", "ours",
+                               "--threads", "1", "--passes", str(args.passes), "--pages-file", str(f)],
+                              env=env, cwd="/", stdout=subprocess.PIPE, text=True) for f in files]
+    outs = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs]
+    return {"archive": zim.name, "trial": trial, "procs": n, "threads": 1,
+            "pages_per_s": sum(o["pages"] / o["seconds"] for o in outs), "load1": os.getloadavg()[0]}
 
 
 def write_results(zims: list[Path], pages: list, rows: list[dict], quality: dict) -> None:
