@@ -431,9 +431,9 @@ def summarize(zims, impls, runs, mem, loads, duration, args) -> dict:
               "cluster order (iter_efficient) the difference is the markup density of rustdoc and "
               "javadoc pages.",
               "- PSS is bounded by the cluster caches (ZIM_CLUSTERCACHE clusters, for the shim's "
-              "cache and libzim's own), not by the archive: python3.11-doc's clusters are larger, "
-              "so the small archive fills more memory. 4 threads x 4 Archives hold 4 libzim "
-              "caches. python-libzim reads no content in this run (no snippets), hence its flat PSS.",
+              "cache and libzim's own), not by the archive: the small archive's PSS is the higher "
+              "one (its pages are 3-5x larger; cluster sizes not measured). 4 threads x 4 "
+              "Archives hold 4 libzim caches. python-libzim reads no content in this run (no snippets), hence its flat PSS.",
               ""]
     return {"archives": {k: str(v) for k, v in zims.items()}, "facts": facts,
             "index_growth": index_growth, "rows": rows, "runs": runs, "memory": mem,
