@@ -36,10 +36,15 @@ def assign_shards(paths: Sequence[str], workers: Sequence[str]) -> dict[str, lis
 
 class Library:
     paths: list[str]
+    """The archives' paths, absolute, in the order given."""
     client: Client
+    """The Dask client the library queries through."""
     untrusted: bool
+    """Whether each archive is checked in a child process before a worker opens it."""
     hang_timeout: float
+    """Seconds a worker may take to answer before it is reported hung."""
     quarantine: float
+    """Seconds a failed worker is left out of new queries."""
     def __init__(
         self,
         paths: Iterable[str | os.PathLike[str]],

@@ -10,6 +10,7 @@ iteration release the GIL, lookups and content reads release it while they are
 slow (see Archive).  Also check_untrusted(), to open files from untrusted
 sources safely, and the process-wide cache of decoded clusters
 (get/set_cluster_cache_max_size, get_cluster_cache_current_size).
+INTEGRITY_CHECKS names the checks Archive.check_integrity() accepts.
 """
 from libzim._libzim import (
     INTEGRITY_CHECKS,

@@ -21,6 +21,7 @@ __all__ = [
 ]
 
 INTEGRITY_CHECKS: tuple[_CheckName, ...]
+"""The check names Archive.check() and check_integrity() accept, in libzim's order."""
 
 def check_untrusted(
     filename: str | os.PathLike[str],

@@ -21,11 +21,15 @@ __all__ = [
 
 class Compression(enum.Enum):
     none = 0
+    """Clusters stored uncompressed."""
     zstd = 1
+    """Clusters compressed with zstd (libzim's default)."""
 
 class Hint(enum.Enum):
     COMPRESS = 0
+    """Whether the item's content goes into a compressed cluster."""
     FRONT_ARTICLE = 1
+    """Whether the item is a front article: listed in title suggestions and counted as an article."""
 
 @disjoint_base
 class Blob:
@@ -36,6 +40,7 @@ class Blob:
 
 class ContentProvider:
     generator: Optional[Generator[Blob, None, None]]
+    """The running gen_blob() generator while the creator reads the content, else None."""
     def __init__(self) -> None: ...
     def get_size(self) -> int: ...
     def feed(self) -> Blob: ...
@@ -43,11 +48,14 @@ class ContentProvider:
 
 class StringProvider(ContentProvider):
     content: bytes
+    """The content, encoded as UTF-8 when a str was given."""
     def __init__(self, content: Union[str, bytes]) -> None: ...
 
 class FileProvider(ContentProvider):
     filepath: Union[pathlib.Path, str]
+    """The file whose bytes are the content, read in chunks when the creator asks."""
     size: int
+    """The file's size in bytes, taken when the provider is made."""
     def __init__(self, filepath: Union[pathlib.Path, str]) -> None: ...
 
 class IndexData:

@@ -341,7 +341,8 @@ PyModuleDef zc_module_def = {
              "writer, with the GIL released around libzim's work.\n\n"
              "Import its names from libzim.reader, libzim.search, libzim.suggestion,\n"
              "libzim.writer and libzim (the exceptions); the names starting with '_'\n"
-             "are internal or testing hooks.",
+             "are internal or testing hooks. INTEGRITY_CHECKS is the tuple of check\n"
+             "names Archive.check_integrity() accepts, in libzim's order.",
     .m_size = sizeof(zc_state),
     .m_methods = module_methods,
     .m_slots = module_slots,

@@ -51,7 +51,14 @@ _MIME_OK = re.compile(r"^[A-Za-z0-9!#$&^_.+-]{1,64}/[A-Za-z0-9!#$&^_.+-]{1,64}( 
 
 @dataclass(frozen=True)
 class Limits:
-    """What one request may ask for (defaults: kiwix-serve's caps where it has one)."""
+    """What one request may ask for (defaults: kiwix-serve's caps where it has one).
+
+    ``max_page_length``: search results per page (kiwix-serve caps pageLength
+    at 140); ``max_suggest_count``: suggestions per request; ``max_query_chars``:
+    characters of a search pattern or suggestion term; ``max_url_bytes``: the
+    request target's length (414 above it); ``max_pending``: jobs queued for
+    the worker pool before requests get 503.
+    """
 
     max_page_length: int = 140  # kiwix-serve caps pageLength at 140
     max_suggest_count: int = 100

@@ -58,7 +58,18 @@ def _meta(archive: Archive, key: str) -> str:
 
 @dataclass(eq=False)
 class Book:
-    """One archive and what the pages show about it (read once, at start)."""
+    """One archive and what the pages show about it (read once, at start).
+
+    ``name`` is the book name in URLs (kiwix-serve's rule); ``archive`` the
+    shared Archive. From the archive's metadata (empty when absent):
+    ``title``, ``description``, ``language``, ``creator``, ``publisher``,
+    ``date``, ``tags``, ``flavour``. ``uuid`` is the archive's UUID as hex;
+    ``article_count`` and ``media_count`` are libzim's counts; ``main_path``
+    is the main page's path (redirects resolved) or None;
+    ``illustration_sizes`` the sizes of its square illustrations; ``file``
+    the one .zim file it was opened from (None for split or embedded
+    archives, which ``--downloads`` cannot serve).
+    """
 
     name: str
     archive: Archive
