@@ -21,6 +21,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from libzim import get_cluster_cache_max_size, set_cluster_cache_max_size
         from libzim.serve import Library, create_app
         from libzim.serve.library import find_archives
+        from libzim.serve.protocol import HEAD_LIMIT, loop_name, protocol_class
     except ImportError as e:
         raise CLIError(f"zim serve needs the serve extra: pip install 'libzim-c[serve]' ({one_line(e)})",
                        kind="ImportError")
@@ -28,6 +29,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CLIError("--threads must be >= 1", 2)
     if not 0 <= args.port <= 65535:
         raise CLIError("--port must be between 0 and 65535", 2)
+    try:
+        http = protocol_class(args.http)
+    except ImportError as e:
+        raise CLIError(f"--http httptools needs httptools: pip install httptools ({one_line(e)})", kind="ImportError")
+    loop = loop_name()
     files = find_archives(args.archives)
     if not files:
         raise CLIError("no ZIM archive found in " + ", ".join(args.archives))
@@ -48,14 +54,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
     app = create_app(library, threads=threads, downloads=args.downloads)
     names = ", ".join(library.books)
     sys.stderr.write(f"{PROG}: serving {len(library.books)} book(s) ({names}) on http://{args.address}:{args.port}/ "
-                     f"with {threads} worker threads, a {get_cluster_cache_max_size() >> 20} MiB cluster cache\n")
+                     f"with {threads} worker threads, a {get_cluster_cache_max_size() >> 20} MiB cluster cache, "
+                     f"{'h11' if http == 'h11' else 'httptools'} on {loop}\n")
     sys.stderr.flush()
     config = uvicorn.Config(
         app, host=args.address, port=args.port, access_log=not args.no_access_log, log_level="info",
+        # httptools parses in C (its head bounded by HEAD_LIMIT, as h11's below); no
+        # websockets are served.
+        http=http, ws="none", loop=loop,
         # Bounds a client cannot lift: open connections, idle keep-alive, header size;
         # uvicorn stops on SIGTERM / SIGINT, finishing the requests under way.
         limit_concurrency=args.max_connections, timeout_keep_alive=5, timeout_graceful_shutdown=10,
-        h11_max_incomplete_event_size=16 * 1024, server_header=False,
+        h11_max_incomplete_event_size=HEAD_LIMIT, server_header=False,
     )
     server = uvicorn.Server(config)
     try:
@@ -87,5 +97,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                         "libzim-c's default elsewhere is 16)")
     p.add_argument("--downloads", action="store_true",
                    help="serve each archive's file at /download/BOOK.zim, linked from the OPDS catalog")
+    p.add_argument("--http", choices=("auto", "httptools", "h11"), default="auto",
+                   help="HTTP parser: httptools (C; in the serve extra) or h11 (pure Python); "
+                        "default auto: httptools when installed")
     p.add_argument("--no-access-log", action="store_true", help="do not log each request")
     p.set_defaults(func=cmd_serve)

@@ -64,6 +64,7 @@ class Limits:
     max_suggest_count: int = 100
     max_query_chars: int = 1000
     max_url_bytes: int = 8192
+    max_header_bytes: int = 16 * 1024
     max_pending: int = 1024  # jobs queued for the workers before 503
 
 
@@ -76,6 +77,7 @@ class HTTPError(Exception):
 
 _TITLES = {400: "Invalid request", 404: "Content not found", 405: "Method not allowed",
            413: "Request too large", 414: "URI too long", 416: "Range not satisfiable",
+           431: "Request headers too large",
            500: "Internal server error", 503: "Server busy"}
 
 
@@ -88,7 +90,9 @@ def error_response(status: int, message: str, head: bool = False) -> Response:
 
 
 class _Guard:
-    """Pure-ASGI outer layer: only GET and HEAD, no request body, bounded URL."""
+    """Pure-ASGI outer layer: only GET and HEAD, no request body, bounded URL and
+    headers (whatever server parsed them: uvicorn's h11 bounds only a head still
+    arriving, and a mounting app's server may bound none)."""
 
     def __init__(self, app: ASGIApp, limits: Limits) -> None:
         self.app = app
@@ -100,12 +104,15 @@ class _Guard:
             return
         err: Response | None = None
         raw = scope.get("raw_path") or scope.get("path", "").encode("utf-8", "replace")
-        headers = dict(scope.get("headers") or [])
+        header_list = scope.get("headers") or []
+        headers = dict(header_list)
         if scope["method"] not in ("GET", "HEAD"):
             err = error_response(405, "Only GET and HEAD are served.")
             err.headers["Allow"] = "GET, HEAD"
         elif len(raw) + len(scope.get("query_string", b"")) > self.limits.max_url_bytes:
             err = error_response(414, "The URL is too long.")
+        elif sum(len(k) + len(v) for k, v in header_list) > self.limits.max_header_bytes:
+            err = error_response(431, "The request's headers are too large.")
         elif headers.get(b"content-length", b"0") not in (b"0", b"") or b"transfer-encoding" in headers:
             err = error_response(413, "Requests must not have a body.")
         if err is not None:
@@ -375,6 +382,10 @@ class Server:
 
     # -- suggest ------------------------------------------------------------
 
+    def _suggest_body(self, books: list[Book], term: str, count: int) -> bytes:
+        """The /suggest response body, built on the worker: the event loop only sends it."""
+        return pages.suggest_json(self._suggest(books, term, count), term).encode("utf-8")
+
     def _suggest(self, books: list[Book], term: str, count: int) -> list[dict[str, str]]:
         per_book: list[list[dict[str, str]]] = []
         for b in books:
@@ -404,8 +415,11 @@ class Server:
         if len(term) > self.limits.max_query_chars:
             raise HTTPError(400, f"The term is longer than {self.limits.max_query_chars} characters.")
         count = self.int_param(request, "count", 10, 0, self.limits.max_suggest_count)
-        items = await self.run(self._suggest, books, term, count) if term and count else []
-        return _text(request, pages.suggest_json(items, term), "application/json; charset=utf-8")
+        if term and count:
+            body = await self.run(self._suggest_body, books, term, count)
+        else:  # nothing to look up: no trip to a worker
+            body = pages.suggest_json([], term).encode("utf-8")
+        return _bytes(request, body, "application/json; charset=utf-8")
 
     # -- catalog ------------------------------------------------------------
 
@@ -503,7 +517,11 @@ def _bytes_response(body: bytes | memoryview, status: int, mimetype: str, header
 
 
 def _text(request: Request, body: str, mimetype: str) -> Response:
-    r = Response(body.encode("utf-8"), media_type=mimetype, headers={"Cache-Control": NO_CACHE})
+    return _bytes(request, body.encode("utf-8"), mimetype)
+
+
+def _bytes(request: Request, body: bytes, mimetype: str) -> Response:
+    r = Response(body, media_type=mimetype, headers={"Cache-Control": NO_CACHE})
     if request.method == "HEAD":
         r.body = b""
     return r

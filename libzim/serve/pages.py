@@ -210,12 +210,14 @@ def suggest_json(items: Sequence[dict[str, str]], term: str) -> str:
     """kiwix-serve's /suggest list: the titles (kind "path"), then the
     full-text search of the term (kind "pattern"). Labels are HTML-escaped as
     kiwix's are; the JSON is ASCII with <, >, & as \\u escapes, so no
-    consumer that pastes it into HTML can be tricked."""
+    consumer that pastes it into HTML can be tricked. Compact (no indent):
+    ``indent`` makes json use its pure-Python encoder, which cost a third of
+    the event loop's time per /suggest request."""
     out = [dict(it) for it in items]
     out.append({"value": term + " ", "label": f"containing '{term}'...", "kind": "pattern"})
     for it in out:
         it["label"] = esc(it["label"])
-    text = json.dumps(out, ensure_ascii=True, indent=2)
+    text = json.dumps(out, ensure_ascii=True, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
