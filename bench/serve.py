@@ -492,7 +492,7 @@ def goals(runs: list[dict[str, object]], peak: dict[str, int]) -> list[str]:
     return out
 
 
-def chart(runs: list[dict[str, object]], path: Path) -> None:
+def chart(runs: list[dict[str, object]], path: Path, archives: list[str]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -521,7 +521,9 @@ def chart(runs: list[dict[str, object]], path: Path) -> None:
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle("zim serve vs kiwix-serve 3.3.0 (medians of runs without error; red x: a failed run)", fontsize=10)
+    names = ", ".join(book_key(Path(a)) for a in archives)
+    fig.suptitle(f"zim serve vs kiwix-serve 3.3.0 on {names} (medians of runs without error; red x: a failed run)",
+                 fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -598,7 +600,7 @@ def main() -> int:
     text = report(runs, meta, peak) + f"\nThe run took {elapsed / 60:.1f} minutes.\n"
     out.with_suffix(".md").write_text(text)
     try:
-        chart(runs, out.with_suffix(".png"))
+        chart(runs, out.with_suffix(".png"), meta["archives"])  # type: ignore[arg-type]
     except ImportError:
         print("no chart: pip install matplotlib (bench/requirements.txt)", file=sys.stderr)
     print(text)

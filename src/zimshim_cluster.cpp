@@ -32,6 +32,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 namespace zs_impl {
@@ -47,6 +48,172 @@ const size_t kChunk = 64 * 1024;
 const size_t kSegment = size_t(1) << 20;
 // Compressed clusters hold text; an offset past this is a corrupt table.
 const uint64_t kMaxCluster = uint64_t(4) << 30;
+
+// Where decoded cluster data lives. From malloc alone, memory the cache had
+// let go stayed resident: glibc raises its mmap threshold to the largest
+// block freed (up to 32 MiB), after which segments and large blobs came from
+// the worker threads' arenas, where freed ones stayed. zim serve on the
+// 43,000-page rustjava archive reached 470 MiB PSS after 12 s of search pages
+// under a 64 MiB cache budget. Anonymous maps of their own go back to the
+// kernel, but fresh pages are zeroed on first touch: with every segment a new
+// map, CPU per search page went from 9 to 15-17 ms. So full segments are maps
+// kept for reuse in a small pool (what a cache that churns frees, it soon
+// needs again), unmapped past the pool's size; a blob larger than a segment
+// gets a map of its own. Sanitizer builds keep malloc, whose buffers the
+// sanitizer checks.
+#if defined(__SANITIZE_ADDRESS__)
+#define ZS_MAP_BUFFERS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ZS_MAP_BUFFERS 0
+#endif
+#endif
+#ifndef ZS_MAP_BUFFERS
+#define ZS_MAP_BUFFERS 1
+#endif
+const size_t kSpareSegments = 16;  // 16 MiB of decoded memory kept ready at most
+const size_t kPooledFrom = 128 * 1024;  // glibc's first mmap threshold
+
+char *map_or_throw(size_t n) {
+    void *p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        throw std::bad_alloc();
+    return static_cast<char *>(p);
+}
+
+// An anonymous map that grows in place or moves (mremap), unmapped unless
+// released.
+class Mapped {
+  public:
+    explicit Mapped(size_t n) : p_(map_or_throw(n)), n_(n) {}
+    Mapped(char *p, size_t n) : p_(p), n_(n) {}  // adopts a map
+    ~Mapped() {
+        if (p_)
+            munmap(p_, n_);
+    }
+    Mapped(const Mapped &) = delete;
+    Mapped &operator=(const Mapped &) = delete;
+    char *get() const { return p_; }
+    size_t size() const { return n_; }
+    void grow(size_t n) {
+        void *q = mremap(p_, n_, n, MREMAP_MAYMOVE);
+        if (q == MAP_FAILED)
+            throw std::bad_alloc();  // the old map stays, unmapped by the destructor
+        p_ = static_cast<char *>(q);
+        n_ = n;
+    }
+    // Ownership to a shared_ptr, which gives it to the large-blob pool (also
+    // if the shared_ptr cannot be made).
+    std::shared_ptr<char> release();
+
+  private:
+    char *p_;
+    size_t n_;
+};
+
+// Spare full segments. Never destroyed: a segment may outlive static
+// destruction in a cache of another static object.
+class SegmentPool {
+  public:
+    static SegmentPool &get() {
+        static SegmentPool *pool = new SegmentPool;
+        return *pool;
+    }
+    std::shared_ptr<char> take() {
+        char *p = nullptr;
+        {
+            std::lock_guard<std::mutex> lk(mu_);
+            if (!spare_.empty()) {
+                p = spare_.back();
+                spare_.pop_back();
+            }
+        }
+        if (!p)
+            p = map_or_throw(kSegment);
+        return std::shared_ptr<char>(p, [this](char *q) { give(q); });
+    }
+
+  private:
+    void give(char *p) {
+        {
+            std::lock_guard<std::mutex> lk(mu_);
+            if (spare_.size() < kSpareSegments) {
+                spare_.push_back(p);  // reserved below: push_back cannot throw here
+                return;
+            }
+        }
+        munmap(p, kSegment);
+    }
+    SegmentPool() { spare_.reserve(kSpareSegments); }
+    std::mutex mu_;
+    std::vector<char *> spare_;
+};
+
+// Spare maps of blobs larger than a segment, up to kSpareLargeBytes in all.
+// Such a blob (a search index, a big page) is decoded again whenever its
+// cluster comes back into the cache, even when only a blob after it is asked
+// for: a fresh map each time made the kernel's page zeroing 1.4 ms of every
+// rustjava search page's 12 ms (system time 0.9 -> 2.3 ms per page).
+const size_t kSpareLargeBytes = size_t(16) << 20;
+const size_t kSpareLarge = 8;
+
+class LargePool {
+  public:
+    static LargePool &get() {
+        static LargePool *pool = new LargePool;  // never destroyed, as SegmentPool
+        return *pool;
+    }
+    // A spare map of at least size bytes and at most twice that, else a new
+    // one of a segment's size, to be grown as the blob's bytes are decoded
+    // (a corrupt size costs what the stream holds, not what it claims).
+    Mapped take(uint64_t size) {
+        std::lock_guard<std::mutex> lk(mu_);
+        for (size_t i = 0; i < spare_.size(); i++) {
+            const auto [p, n] = spare_[i];
+            if (n >= size && n / 2 <= size) {
+                spare_.erase(spare_.begin() + (long)i);
+                bytes_ -= n;
+                return Mapped(p, n);
+            }
+        }
+        return Mapped(kSegment);
+    }
+    void give(char *p, size_t n) {
+        {
+            std::lock_guard<std::mutex> lk(mu_);
+            if (spare_.size() < kSpareLarge && bytes_ + n <= kSpareLargeBytes) {
+                spare_.emplace_back(p, n);  // reserved below: cannot throw
+                bytes_ += n;
+                return;
+            }
+        }
+        munmap(p, n);
+    }
+
+  private:
+    LargePool() { spare_.reserve(kSpareLarge); }
+    std::mutex mu_;
+    std::vector<std::pair<char *, size_t>> spare_;
+    size_t bytes_ = 0;
+};
+
+std::shared_ptr<char> Mapped::release() {
+    char *p = p_;
+    const size_t n = n_;
+    p_ = nullptr;
+    return std::shared_ptr<char>(p, [n](char *q) { LargePool::get().give(q, n); });
+}
+
+// A segment of at least *n bytes (and one), *n set to its size: a pooled
+// full segment from kPooledFrom bytes up (a cluster's last, partial segment
+// too: from malloc, those stayed resident as above), else from malloc.
+std::shared_ptr<char> segment_buffer(size_t *n) {
+    if (ZS_MAP_BUFFERS && *n >= kPooledFrom) {
+        *n = kSegment;
+        return SegmentPool::get().take();
+    }
+    return std::shared_ptr<char>(new char[*n ? *n : 1], std::default_delete<char[]>());
+}
 
 enum class Codec { none, xz, zstd, other };
 
@@ -325,8 +492,26 @@ void start(Cluster &c, const OpenFile &f, uint32_t cluster, uint64_t pos, unsign
 
 // A blob larger than a segment, in a buffer of its own grown as its bytes
 // are decoded: a corrupt size costs what the stream really holds.
-std::shared_ptr<char> decode_large(Stream &s, const OpenFile &f, uint64_t size, uint32_t cluster) {
+// *held is set to the memory it takes.
+std::shared_ptr<char> decode_large(Stream &s, const OpenFile &f, uint64_t size, uint32_t cluster,
+                                   size_t *held) {
     size_t cap = kSegment, done = 0;
+    if (ZS_MAP_BUFFERS) {
+        Mapped buf = LargePool::get().take(size);
+        cap = buf.size();
+        for (;;) {
+            const size_t n = (size_t)std::min<uint64_t>(cap, size) - done;
+            s.decode(f, buf.get() + done, n, cluster);
+            done += n;
+            if (done == size) {
+                *held = cap;
+                return buf.release();
+            }
+            cap = (size_t)std::min<uint64_t>(2 * (uint64_t)cap, size);
+            buf.grow(cap);
+        }
+    }
+    *held = (size_t)size;
     std::unique_ptr<char, void (*)(void *)> buf((char *)std::malloc(cap), &std::free);
     if (!buf)
         throw std::bad_alloc();
@@ -351,14 +536,15 @@ void decode_next(Cluster &c, const OpenFile &f, uint32_t cluster) {
     const uint32_t i = c.ready.load(std::memory_order_relaxed);
     const uint64_t size = c.offsets[i + 1] - c.offsets[i];
     if (size > kSegment) {
-        c.blobs[i] = decode_large(*c.stream, f, size, cluster);
-        c.held.fetch_add((size_t)size, std::memory_order_relaxed);
+        size_t held = 0;
+        c.blobs[i] = decode_large(*c.stream, f, size, cluster, &held);
+        c.held.fetch_add(held, std::memory_order_relaxed);
     } else {
         // (An empty blob still needs a segment: a view is never null.)
         if (size > c.seg_size - c.seg_used || !c.segment) {
             // At most what the table says is left: a small cluster gets a small segment.
-            const size_t n = (size_t)std::min<uint64_t>(kSegment, c.offsets.back() - c.offsets[i]);
-            c.segment.reset(new char[n ? n : 1], std::default_delete<char[]>());
+            size_t n = (size_t)std::min<uint64_t>(kSegment, c.offsets.back() - c.offsets[i]);
+            c.segment = segment_buffer(&n);
             c.seg_size = n;
             c.seg_used = 0;
             c.held.fetch_add(n, std::memory_order_relaxed);
