@@ -56,8 +56,9 @@ class Limits:
     ``max_page_length``: search results per page (kiwix-serve caps pageLength
     at 140); ``max_suggest_count``: suggestions per request; ``max_query_chars``:
     characters of a search pattern or suggestion term; ``max_url_bytes``: the
-    request target's length (414 above it); ``max_pending``: jobs queued for
-    the worker pool before requests get 503.
+    request target's length (414 above it); ``max_header_bytes``: the names
+    and values of a request's headers together (431 above it); ``max_pending``:
+    jobs queued for the worker pool before requests get 503.
     """
 
     max_page_length: int = 140  # kiwix-serve caps pageLength at 140
