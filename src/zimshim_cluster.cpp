@@ -53,14 +53,16 @@ const uint64_t kMaxCluster = uint64_t(4) << 30;
 // let go stayed resident: glibc raises its mmap threshold to the largest
 // block freed (up to 32 MiB), after which segments and large blobs came from
 // the worker threads' arenas, where freed ones stayed. zim serve on the
-// 43,000-page rustjava archive reached 470 MiB PSS after 12 s of search pages
-// under a 64 MiB cache budget. Anonymous maps of their own go back to the
-// kernel, but fresh pages are zeroed on first touch: with every segment a new
-// map, CPU per search page went from 9 to 15-17 ms. So full segments are maps
-// kept for reuse in a small pool (what a cache that churns frees, it soon
-// needs again), unmapped past the pool's size; a blob larger than a segment
-// gets a map of its own. Sanitizer builds keep malloc, whose buffers the
-// sanitizer checks.
+// 43,000-page rustjava archive reached 414-516 MiB PSS after 12 s of search
+// pages under a 64 MiB cache budget. Anonymous maps of their own go back to
+// the kernel, but fresh pages are zeroed on first touch: with every buffer a
+// new map, system time per search page went from 0.9 to 2.3 ms. So segments
+// (a cluster's last, partial one too, from kPooledFrom bytes) and blobs larger
+// than a segment are maps kept for reuse in two small pools (what a cache that
+// churns frees, it soon needs again: a large blob, such as a search index, is
+// decoded again whenever its cluster comes back, even when only a blob after
+// it is asked for), unmapped past the pools' size. Sanitizer builds keep
+// malloc, whose buffers the sanitizer checks.
 #if defined(__SANITIZE_ADDRESS__)
 #define ZS_MAP_BUFFERS 0
 #elif defined(__has_feature)
@@ -71,7 +73,6 @@ const uint64_t kMaxCluster = uint64_t(4) << 30;
 #ifndef ZS_MAP_BUFFERS
 #define ZS_MAP_BUFFERS 1
 #endif
-const size_t kSpareSegments = 16;  // 16 MiB of decoded memory kept ready at most
 const size_t kPooledFrom = 128 * 1024;  // glibc's first mmap threshold
 
 char *map_or_throw(size_t n) {
@@ -79,6 +80,60 @@ char *map_or_throw(size_t n) {
     if (p == MAP_FAILED)
         throw std::bad_alloc();
     return static_cast<char *>(p);
+}
+
+// Spare anonymous maps, at most max_count of them and max_bytes in all.
+class MapPool {
+  public:
+    MapPool(size_t max_count, size_t max_bytes) : max_count_(max_count), max_bytes_(max_bytes) {
+        spare_.reserve(max_count);  // so that give() cannot throw
+    }
+    // A spare map of lo to hi bytes: {nullptr, 0} if none.
+    std::pair<char *, size_t> take(uint64_t lo, uint64_t hi) {
+        std::lock_guard<std::mutex> lk(mu_);
+        for (size_t i = 0; i < spare_.size(); i++) {
+            const std::pair<char *, size_t> m = spare_[i];
+            if (m.second >= lo && m.second <= hi) {
+                spare_.erase(spare_.begin() + (long)i);
+                bytes_ -= m.second;
+                return m;
+            }
+        }
+        return {nullptr, 0};
+    }
+    void give(char *p, size_t n) {
+        {
+            std::lock_guard<std::mutex> lk(mu_);
+            if (spare_.size() < max_count_ && bytes_ + n <= max_bytes_) {
+                spare_.emplace_back(p, n);
+                bytes_ += n;
+                return;
+            }
+        }
+        munmap(p, n);
+    }
+    // The map as a shared_ptr that gives it back here (also if the
+    // shared_ptr cannot be made).
+    std::shared_ptr<char> owned(char *p, size_t n) {
+        return std::shared_ptr<char>(p, [this, n](char *q) { give(q, n); });
+    }
+
+  private:
+    const size_t max_count_, max_bytes_;
+    std::mutex mu_;
+    std::vector<std::pair<char *, size_t>> spare_;
+    size_t bytes_ = 0;
+};
+
+// The two pools, never destroyed: a buffer may outlive static destruction
+// in a cache of another static object.
+MapPool &segment_pool() {
+    static MapPool *pool = new MapPool(16, size_t(16) << 20);
+    return *pool;
+}
+MapPool &large_pool() {
+    static MapPool *pool = new MapPool(8, size_t(16) << 20);
+    return *pool;
 }
 
 // An anonymous map that grows in place or moves (mremap), unmapped unless
@@ -102,117 +157,36 @@ class Mapped {
         p_ = static_cast<char *>(q);
         n_ = n;
     }
-    // Ownership to a shared_ptr, which gives it to the large-blob pool (also
-    // if the shared_ptr cannot be made).
-    std::shared_ptr<char> release();
+    // Ownership to a shared_ptr that gives the map to pool.
+    std::shared_ptr<char> release(MapPool &pool) {
+        char *p = p_;
+        p_ = nullptr;
+        return pool.owned(p, n_);
+    }
 
   private:
     char *p_;
     size_t n_;
 };
 
-// Spare full segments. Never destroyed: a segment may outlive static
-// destruction in a cache of another static object.
-class SegmentPool {
-  public:
-    static SegmentPool &get() {
-        static SegmentPool *pool = new SegmentPool;
-        return *pool;
-    }
-    std::shared_ptr<char> take() {
-        char *p = nullptr;
-        {
-            std::lock_guard<std::mutex> lk(mu_);
-            if (!spare_.empty()) {
-                p = spare_.back();
-                spare_.pop_back();
-            }
-        }
-        if (!p)
-            p = map_or_throw(kSegment);
-        return std::shared_ptr<char>(p, [this](char *q) { give(q); });
-    }
-
-  private:
-    void give(char *p) {
-        {
-            std::lock_guard<std::mutex> lk(mu_);
-            if (spare_.size() < kSpareSegments) {
-                spare_.push_back(p);  // reserved below: push_back cannot throw here
-                return;
-            }
-        }
-        munmap(p, kSegment);
-    }
-    SegmentPool() { spare_.reserve(kSpareSegments); }
-    std::mutex mu_;
-    std::vector<char *> spare_;
-};
-
-// Spare maps of blobs larger than a segment, up to kSpareLargeBytes in all.
-// Such a blob (a search index, a big page) is decoded again whenever its
-// cluster comes back into the cache, even when only a blob after it is asked
-// for: a fresh map each time made the kernel's page zeroing 1.4 ms of every
-// rustjava search page's 12 ms (system time 0.9 -> 2.3 ms per page).
-const size_t kSpareLargeBytes = size_t(16) << 20;
-const size_t kSpareLarge = 8;
-
-class LargePool {
-  public:
-    static LargePool &get() {
-        static LargePool *pool = new LargePool;  // never destroyed, as SegmentPool
-        return *pool;
-    }
-    // A spare map of at least size bytes and at most twice that, else a new
-    // one of a segment's size, to be grown as the blob's bytes are decoded
-    // (a corrupt size costs what the stream holds, not what it claims).
-    Mapped take(uint64_t size) {
-        std::lock_guard<std::mutex> lk(mu_);
-        for (size_t i = 0; i < spare_.size(); i++) {
-            const auto [p, n] = spare_[i];
-            if (n >= size && n / 2 <= size) {
-                spare_.erase(spare_.begin() + (long)i);
-                bytes_ -= n;
-                return Mapped(p, n);
-            }
-        }
-        return Mapped(kSegment);
-    }
-    void give(char *p, size_t n) {
-        {
-            std::lock_guard<std::mutex> lk(mu_);
-            if (spare_.size() < kSpareLarge && bytes_ + n <= kSpareLargeBytes) {
-                spare_.emplace_back(p, n);  // reserved below: cannot throw
-                bytes_ += n;
-                return;
-            }
-        }
-        munmap(p, n);
-    }
-
-  private:
-    LargePool() { spare_.reserve(kSpareLarge); }
-    std::mutex mu_;
-    std::vector<std::pair<char *, size_t>> spare_;
-    size_t bytes_ = 0;
-};
-
-std::shared_ptr<char> Mapped::release() {
-    char *p = p_;
-    const size_t n = n_;
-    p_ = nullptr;
-    return std::shared_ptr<char>(p, [n](char *q) { LargePool::get().give(q, n); });
-}
-
 // A segment of at least *n bytes (and one), *n set to its size: a pooled
-// full segment from kPooledFrom bytes up (a cluster's last, partial segment
-// too: from malloc, those stayed resident as above), else from malloc.
+// full segment from kPooledFrom bytes up, else from malloc.
 std::shared_ptr<char> segment_buffer(size_t *n) {
     if (ZS_MAP_BUFFERS && *n >= kPooledFrom) {
         *n = kSegment;
-        return SegmentPool::get().take();
+        char *p = segment_pool().take(kSegment, kSegment).first;
+        return segment_pool().owned(p ? p : map_or_throw(kSegment), kSegment);
     }
     return std::shared_ptr<char>(new char[*n ? *n : 1], std::default_delete<char[]>());
+}
+
+// For a blob larger than a segment: a spare map of at least size bytes and
+// at most twice that, else a new one of a segment's size, grown as the blob's
+// bytes are decoded (a corrupt size costs what the stream holds, not what it
+// claims).
+Mapped large_buffer(uint64_t size) {
+    const std::pair<char *, size_t> m = large_pool().take(size, 2 * size);
+    return m.first ? Mapped(m.first, m.second) : Mapped(kSegment);
 }
 
 enum class Codec { none, xz, zstd, other };
@@ -497,7 +471,7 @@ std::shared_ptr<char> decode_large(Stream &s, const OpenFile &f, uint64_t size, 
                                    size_t *held) {
     size_t cap = kSegment, done = 0;
     if (ZS_MAP_BUFFERS) {
-        Mapped buf = LargePool::get().take(size);
+        Mapped buf = large_buffer(size);
         cap = buf.size();
         for (;;) {
             const size_t n = (size_t)std::min<uint64_t>(cap, size) - done;
@@ -505,7 +479,7 @@ std::shared_ptr<char> decode_large(Stream &s, const OpenFile &f, uint64_t size, 
             done += n;
             if (done == size) {
                 *held = cap;
-                return buf.release();
+                return buf.release(large_pool());
             }
             cap = (size_t)std::min<uint64_t>(2 * (uint64_t)cap, size);
             buf.grow(cap);

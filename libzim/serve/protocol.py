@@ -19,12 +19,7 @@ HEAD_LIMIT = 16 * 1024  # bytes of one request's line and headers; h11's bound i
 
 def httptools_available() -> bool:
     """Whether uvicorn's httptools protocol can be used here."""
-    try:
-        import httptools  # noqa: F401
-        import uvicorn.protocols.http.httptools_impl  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return _HttpToolsBase is not object
 
 
 def loop_name() -> str:
