@@ -58,10 +58,9 @@ try:
     from distributed import Client
     from distributed.protocol import to_serialize
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "libzim.dask needs Dask distributed: pip install 'libzim-c[dask]' "
-        "(or pip install 'dask[distributed]')"
-    ) from exc
+    from libzim._extras import install_hint
+
+    raise ImportError(f"libzim.dask needs Dask distributed, the dask extra: {install_hint('dask')}") from exc
 
 import libzim
 from libzim import _pickle
@@ -901,8 +900,10 @@ def read_archives(paths: Iterable[Union[str, "os.PathLike[str]"]], *,
     try:
         import dask.dataframe as dd
     except ImportError as exc:
-        raise ImportError("libzim.dask.read_archives needs dask.dataframe, pandas and pyarrow: "
-                          "pip install 'libzim-c[dask]'") from exc
+        from libzim._extras import install_hint
+
+        raise ImportError("libzim.dask.read_archives needs dask.dataframe, pandas and pyarrow, the dask extra: "
+                          f"{install_hint('dask')}") from exc
     if entries not in _ENTRY_KINDS:
         raise ValueError(f"entries must be one of {_ENTRY_KINDS}, not {entries!r}")
     if errors not in _ERRORS:

@@ -23,7 +23,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from libzim.serve.library import find_archives
         from libzim.serve.protocol import HEAD_LIMIT, loop_name, protocol_class
     except ImportError as e:
-        raise CLIError(f"zim serve needs the serve extra: pip install 'libzim-c[serve]' ({one_line(e)})",
+        from libzim._extras import install_hint
+        raise CLIError(f"zim serve needs the serve extra: {install_hint('serve')} ({one_line(e)})",
                        kind="ImportError")
     if args.threads is not None and args.threads < 1:
         raise CLIError("--threads must be >= 1", 2)
@@ -84,7 +85,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser("serve", help="serve archives over HTTP, with kiwix-serve's URLs",
                        description="Serve ZIM archives (files, or folders of them) over HTTP with "
                                    "kiwix-serve's URLs: library page, content, search, suggestions, OPDS catalog. "
-                                   "Needs: pip install 'libzim-c[serve]'.")
+                                   "Needs the serve extra (the error says how to install it).")
     p.add_argument("archives", nargs="+", metavar="ARCHIVE", help="ZIM file, or a folder of them")
     p.add_argument("--address", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 for all)")
     p.add_argument("--port", "-p", type=int, default=8080, help="port (default 8080)")
