@@ -1,49 +1,17 @@
-"""Library-wide search and suggestions on Dask distributed; and whole
-archives to a Dask DataFrame (``read_archives``, at the end of this module:
-one row per HTML article with its text, for ``to_parquet``).
+"""The library search's client side: ``libzim.dask.Library`` and what its
+queries return (libzim/dask/library_worker.py is what runs on the workers).
 
-    from dask.distributed import Client
-    from libzim.dask import Library
-    hits = Library(paths, Client("scheduler:8786")).search("event loop", 10).hits
-
-The archives are sharded across the workers (rendezvous hashing with a cap of
-ceil(archives / workers) per worker, so a worker that leaves moves only its own
-archives).  Each worker process opens its archives once, on first use, and
-keeps them and their Searchers open across queries.  By default a query does
-not go through the scheduler: each worker holds one actor per Library
-(_ShardServer), which the client calls directly on its own connection to the
-worker; the actor searches its archives from a thread pool (the searches
-release the GIL) and returns only its best ``count`` hits, without snippets.
-The client merges those, and when snippets are asked for, asks the workers for
-the snippets of the hits that survived the merge only.  ``via="tasks"`` runs
-the same search as one Dask task per worker instead (for batch jobs).
-
-Scores are libzim's per-archive relevance percentages, which are not
-comparable across archives (see README, "Library search on Dask"): the merge
-orders by score, then by the archive's position in the library, then by rank
-inside the archive.
-
-With ``untrusted=True`` each worker first opens each file in a child process
-(``libzim.reader.check_untrusted``), so an archive that crashes libzim or Xapian
-is reported as corrupt instead of killing workers.
-
-A failing archive (missing, corrupt, without a full-text index) is reported in
-``LibraryResult.failures``.  A worker that is lost, or gives no answer within
-``hang_timeout`` seconds (then skipped for ``quarantine`` seconds), has its
-shard re-placed on the other workers and asked again in the same query; what
-still has no answer goes the task path (Dask reschedules a lost worker's task
-on another worker, and this module retries a failed shard once more, one task
-per archive), and is reported ``worker-lost`` when that fails too.
-
-Workers need libzim-c and Dask installed and the archives at the same paths,
-and the client must reach the workers directly (as for direct_to_workers).
+The client places the archives on the workers (assign_shards), fans a query
+out to their resident searchers (or, ``via="tasks"``, to one task per
+worker), merges the answers, asks for the snippets of the hits that survived
+the merge, and handles the faults: a lost or hung worker's shard is
+re-placed within the query, what still has no answer goes the task path.
+The package's docstring (libzim/dask/__init__.py) tells the whole design.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import functools
 from concurrent.futures import CancelledError
 import hashlib
 import math
@@ -56,19 +24,19 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 try:
     import distributed
     from distributed import Client
-    from distributed.protocol import to_serialize
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    from distributed.protocol import to_serialize  # type: ignore[attr-defined]  # exported, not in __all__
+except ImportError as _exc:  # pragma: no cover - exercised only without the extra
+    # (_exc, not exc: stubtest reads this module as its own stub, where a public
+    # exc would be a module variable that is missing at run time.)
     from libzim._extras import install_hint
 
-    raise ImportError(f"libzim.dask needs Dask distributed, the dask extra: {install_hint('dask')}") from exc
+    raise ImportError(f"libzim.dask needs Dask distributed, the dask extra: {install_hint('dask')}") from _exc
 
-import libzim
-from libzim import _pickle
-from libzim.reader import check_untrusted
-from libzim.search import Query, Searcher
-from libzim.suggestion import SuggestionSearcher
+from libzim.dask.library_worker import _ShardServer, _drop_task, _merge_key, _shard_task, _snippet_task
+from libzim.search import Query
 
-__all__ = ["Library", "LibraryResult", "Hit", "Failure", "assign_shards", "read_archives"]
+__all__ = ["Library", "LibraryResult", "Hit", "Failure", "assign_shards"]
+
 
 
 @dataclass(frozen=True)
@@ -120,178 +88,6 @@ class LibraryResult:
     estimated_matches: int  # sum of the archives' estimates
     searched: int  # archives that answered
     moved: list[str] = field(default_factory=list)  # archives answered off their shard's worker
-
-
-# ---- worker side --------------------------------------------------------------
-# Module state of each worker process: the archives it opened and their
-# searchers, kept across queries.
-
-_lock = threading.Lock()
-_searchers: dict[tuple[str, str], tuple[Any, Any]] = {}  # (kind, path) -> (archive, searcher)
-_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
-
-
-def _thread_pool() -> concurrent.futures.ThreadPoolExecutor:
-    global _pool
-    with _lock:
-        if _pool is None:
-            n = int(os.environ.get("LIBZIM_DASK_THREADS", 0)) or (os.cpu_count() or 2)
-            _pool = concurrent.futures.ThreadPoolExecutor(n, thread_name_prefix="libzim-dask")
-        return _pool
-
-
-_checked: set[tuple[str, Any]] = set()  # (path, size and mtime) checked in a child process
-
-
-def _searcher_for(kind: str, path: str, untrusted: bool) -> Any:
-    if untrusted:
-        # Once per file version and worker process: a crash inside libzim or
-        # Xapian then kills a throwaway child, not the worker and its shard.
-        key = (path, _pickle._stamp(path))
-        if key not in _checked:
-            check_untrusted(path)
-            with _lock:
-                _checked.add(key)
-    archive = _pickle.open_cached(path)  # a stat per call; reopens a replaced file
-    with _lock:
-        cached = _searchers.get((kind, path))
-        if cached is not None and cached[0] is archive:
-            return cached[1]
-    made = Searcher(archive) if kind == "search" else SuggestionSearcher(archive)
-    with _lock:
-        _searchers[(kind, path)] = (archive, made)
-    return made
-
-
-def _classify(path: str, exc: BaseException) -> tuple[str, str, str]:
-    if isinstance(exc, libzim.SearchError):
-        kind = "no-index"
-    elif isinstance(exc, libzim.ArchiveError):
-        kind = "corrupt" if os.path.exists(path) or os.path.exists(path + "aa") else "missing"
-    else:
-        kind = "error"
-    return (path, kind, f"{type(exc).__name__}: {exc}".splitlines()[0])
-
-
-def _one_archive(kind: str, path: str, query: Any, count: int, snippets: int,
-                 untrusted: bool) -> dict[str, Any]:
-    """Top hits of one archive; with snippets > 0, only the first `snippets`
-    hits, with their snippets."""
-    try:
-        if kind == "suggest":
-            search = _searcher_for(kind, path, untrusted).suggest(query)
-            rows = [(r.path, r.title, 0, r.snippet) for r in search.get_results(0, count)]
-        else:
-            search = _searcher_for(kind, path, untrusted).search(query)
-            want = snippets or count
-            rows = [(r.path, r.title, r.score, r.snippet)
-                    for r in search.get_results(0, want, include_snippets=bool(snippets))]
-        estimate = search.get_estimated_matches() if not snippets else 0
-        return {"archive": path, "rows": rows, "estimate": estimate}
-    except libzim.ZimError as exc:
-        return {"archive": path, "failure": _classify(path, exc)}
-
-
-def _worker_address() -> str:
-    try:
-        return distributed.get_worker().address
-    except ValueError:  # not on a worker (tests calling the task directly)
-        return ""
-
-
-def _shard_task(kind: str, paths: list[str], query: Any, count: int,
-                order: dict[str, int], untrusted: bool, _delay: float = 0.0) -> dict[str, Any]:
-    """One worker's part of a query: its archives in parallel, only its best
-    `count` hits sent back."""
-    if _delay:
-        import time
-        time.sleep(_delay)  # tests: a window in which to kill the worker
-    outs = list(_thread_pool().map(lambda p: _one_archive(kind, p, query, count, 0, untrusted),
-                                   paths))
-    return _shard_answer(kind, outs, count, order)
-
-
-def _shard_answer(kind: str, outs: list[dict[str, Any]], count: int,
-                  order: dict[str, int]) -> dict[str, Any]:
-    hits = [(o["archive"], rank, row) for o in outs if "rows" in o
-            for rank, row in enumerate(o["rows"])]
-    hits.sort(key=lambda h: _merge_key(kind, h, order))
-    return {
-        "hits": hits[:count],
-        "answered": [o["archive"] for o in outs if "rows" in o],
-        "estimate": sum(o.get("estimate", 0) for o in outs),
-        "failures": [o["failure"] for o in outs if "failure" in o],
-        "worker": _worker_address(),
-    }
-
-
-def _snippet_task(wanted: list[tuple[str, int]], query: Any, untrusted: bool) -> dict[str, Any]:
-    outs = list(_thread_pool().map(
-        lambda pn: _one_archive("search", pn[0], query, pn[1], pn[1], untrusted), wanted))
-    return {o["archive"]: o for o in outs}
-
-
-def _drop_task(paths: list[str]) -> int:
-    with _lock:
-        for kind in ("search", "suggest"):
-            for p in paths:
-                _searchers.pop((kind, p), None)
-    return sum(_pickle.drop_cached(p) for p in paths)
-
-
-_delaying = 0  # actor calls that entered their test delay (tests poll it)
-
-
-class _ShardServer:
-    """Resident on one worker (a Dask actor): the client calls it directly,
-    client to worker, without the scheduler.  It holds no archives itself: they
-    stay in this process's module caches above, shared with the task path.
-
-    Its methods are coroutines, so Dask runs them on the worker's event loop
-    (not its one-thread actor executor, which would serialize queries); each
-    archive is searched in this module's thread pool, with the GIL released."""
-
-    def __init__(self, untrusted: bool) -> None:
-        self.untrusted = untrusted
-
-    async def search(self, kind: str, paths: list[str], query: Any, count: int,
-                     order: dict[str, int], delay: float = 0.0) -> dict[str, Any]:
-        if delay:  # tests: a window in which to kill or stop the worker
-            global _delaying
-            _delaying += 1
-            await asyncio.sleep(delay)
-        outs = await _in_pool([(kind, p, query, count, 0, self.untrusted) for p in paths])
-        return _shard_answer(kind, outs, count, order)
-
-    async def snippets(self, wanted: list[tuple[str, int]], query: Any) -> dict[str, Any]:
-        outs = await _in_pool([("search", p, query, n, n, self.untrusted) for p, n in wanted])
-        return {o["archive"]: o for o in outs}
-
-
-async def _in_pool(calls: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
-    """_one_archive(*call) for each call, in the thread pool: one job per
-    pool thread (each a slice of the archives), not one per archive, which
-    would cost a hop through the event loop per archive.  Never a job that
-    waits for other jobs of the pool: many concurrent queries would fill it
-    with waiters."""
-    pool = _thread_pool()
-    n = min(len(calls), pool._max_workers) or 1
-    loop = asyncio.get_running_loop()
-    parts = await asyncio.gather(*(loop.run_in_executor(
-        pool, lambda part=calls[i::n]: [_one_archive(*c) for c in part]) for i in range(n)))
-    # Slices i::n back into the calls' order.
-    out: list[dict[str, Any]] = [{}] * len(calls)
-    for i, part in enumerate(parts):
-        out[i::n] = part
-    return out
-
-
-def _merge_key(kind: str, hit: tuple[str, int, tuple[Any, ...]], order: dict[str, int]) -> tuple[int, ...]:
-    archive, rank, row = hit
-    if kind == "suggest":  # no scores: interleave the archives' rankings
-        return (rank, order[archive])
-    return (-row[2], order[archive], rank)
-
 
 # ---- client side ------------------------------------------------------------------
 
@@ -361,7 +157,7 @@ def _wire(arg: Any) -> Any:
         return arg
     if isinstance(arg, dict) and all(_plain_str(k) and type(v) is int for k, v in arg.items()):
         return arg
-    return to_serialize(arg)
+    return to_serialize(arg)  # type: ignore[no-untyped-call]
 
 
 def _plain_str(s: Any) -> bool:
@@ -450,7 +246,8 @@ class Library:
             # Not client.scheduler_info(): the client's periodic refresh
             # overwrites the dict it returns with one without workers, so
             # another thread can read an empty cluster from it.
-            info = self.client.sync(self.client.scheduler.identity)  # every worker, by default
+            # Every worker, by default.  (Dask's client is partly untyped.)
+            info = self.client.sync(self.client.scheduler.identity)  # type: ignore[no-untyped-call,union-attr]
             workers = sorted(info["workers"])
             with self._lock:
                 self._workers = (now, workers)
@@ -534,7 +331,7 @@ class Library:
             except Exception as exc:
                 out[w] = (_lost_or_error(exc), f"{type(exc).__name__}: {exc}".splitlines()[0])
         left = max(0.0, wait - (time.monotonic() - t0))
-        out.update(self.client.sync(_wait_all, self.client.rpc, calls, left))
+        out.update(self.client.sync(_wait_all, self.client.rpc, calls, left))  # type: ignore[no-untyped-call]
         return out
 
     def _run_actors(self, kind: str, home: dict[str, str], query: Any, count: int,
@@ -624,7 +421,7 @@ class Library:
         if not futures:
             return [], []
         try:
-            distributed.wait(list(futures), timeout=timeout)
+            distributed.wait(list(futures), timeout=timeout)  # type: ignore[no-untyped-call]
         except TimeoutError:
             pass
         outs, lost = [], []
@@ -683,246 +480,3 @@ class Library:
                 h = Hit(h.archive, h.path, h.title, h.score, row[3], h.rank)
             hits.append(h)
         result.hits = hits
-
-
-# ---- archives to a Dask DataFrame (read_archives) -----------------------------------
-# Needs dask.dataframe and pandas (imported on first use, so Library users need
-# neither).  Planning runs on the client and opens each archive for its header
-# (entry count, UUID) only; every partition is one range of one archive's
-# entries in cluster order, read on a worker.
-
-_FRAME_COLUMNS = ("archive", "name", "uuid", "path", "title", "mimetype", "size")
-_TEXT_TYPES = ("text/html", "text/plain", "text/markdown", "text/x-markdown")
-_ENTRY_KINDS = ("html", "text", "all")
-_ERRORS = ("report", "raise")
-
-
-@dataclass(frozen=True)
-class _Part:
-    """What one partition reads: positions [start, stop) of the archive's
-    cluster order, or, when `failure` is set, nothing but that failure."""
-    path: str
-    uuid: str
-    start: int
-    stop: int
-    failure: Optional[tuple[str, str, str]] = None
-
-
-@dataclass(frozen=True)
-class _Options:
-    columns: tuple[str, ...]  # the frame's columns, "error" last
-    entries: str
-    main_only: bool
-    max_chars: Optional[int]
-    errors: str
-
-
-def _frame_dtypes(columns: Sequence[str]) -> dict[str, Any]:
-    import pandas as pd
-    # Nullable pyarrow strings (what Dask converts object columns to anyway)
-    # and a nullable size: a failure row has neither path nor size.
-    return {c: (pd.Int64Dtype() if c == "size" else pd.StringDtype("pyarrow")) for c in columns}
-
-
-def _frame(rows: list[tuple[Any, ...]], columns: Sequence[str]) -> Any:
-    import pandas as pd
-    dtypes = _frame_dtypes(columns)
-    # Column by column into typed arrays: a third of the time of
-    # DataFrame.from_records + astype.
-    data = list(zip(*rows)) if rows else [()] * len(columns)
-    return pd.DataFrame({c: pd.array(list(v), dtype=dtypes[c]) for c, v in zip(columns, data)})
-
-
-# Per worker process: the last archives read, with their M/Name and cluster
-# order, so the partitions of one archive that land on a worker open it and
-# walk its dirents once.  Bounded: a library of thousands of archives must
-# not keep them all open.
-_ARCHIVE_SLOTS = int(os.environ.get("LIBZIM_DASK_OPEN_ARCHIVES", 8))
-_opened: "dict[str, tuple[Any, Any, Optional[str], Any]]" = {}  # path -> (stamp, archive, name, order)
-_opened_lock = threading.Lock()
-
-
-def _opened_archive(path: str) -> tuple[Any, Optional[str], Any]:
-    """(archive, M/Name or None, entry ids in cluster order) for this file,
-    reopened when its size or mtime changed."""
-    import array
-    stamp = _pickle._stamp(path)  # raises ArchiveError for a missing file
-    with _opened_lock:
-        slot = _opened.pop(path, None)
-        if slot is not None and slot[0] == stamp and not slot[1].closed:
-            _opened[path] = slot  # most recently used last
-            return slot[1], slot[2], slot[3]
-    archive = libzim.reader.Archive(path)
-    try:
-        name: Optional[str] = archive.get_metadata("Name").decode("utf-8", "replace")
-    except libzim.ZimError:  # EntryNotFoundError: no M/Name
-        name = None
-    # iter_efficient is libzim's order: redirects, then by cluster.  Kept as
-    # entry ids (4 bytes each), so any range of it is read without walking it.
-    order = array.array("I", (e._index for e in archive.iter_efficient()))
-    with _opened_lock:
-        _opened[path] = (stamp, archive, name, order)
-        while len(_opened) > _ARCHIVE_SLOTS:
-            del _opened[next(iter(_opened))]
-    return archive, name, order
-
-
-class _Replaced(libzim.ArchiveError):
-    """The file at a planned path holds another archive now."""
-
-
-def _error_text(kind: str, message: str) -> str:
-    return f"{kind}: {message}"
-
-
-def _failure_row(part: _Part, columns: Sequence[str], failure: tuple[str, str, str]) -> tuple[Any, ...]:
-    values = {"archive": part.path, "uuid": part.uuid or None,
-              "error": _error_text(failure[1], failure[2])}
-    return tuple(values.get(c) for c in columns)
-
-
-@functools.lru_cache(maxsize=256)  # an archive has a handful of MIME types
-def _wanted(mimetype: str, entries: str) -> bool:
-    base = mimetype.split(";", 1)[0].strip().lower()
-    if entries == "html":
-        return base == "text/html"
-    if entries == "text":
-        return base in _TEXT_TYPES
-    return True
-
-
-def _read_part(part: _Part, opts: _Options) -> Any:
-    """One partition: a pandas DataFrame with a row per wanted entry of the
-    part's range.  Runs on a worker."""
-    columns = opts.columns
-    if part.failure is not None:
-        return _frame([_failure_row(part, columns, part.failure)], columns)
-    try:
-        archive, name, order = _opened_archive(part.path)
-        if part.uuid and str(archive.uuid) != part.uuid:
-            raise _Replaced(f"{part.path}: another archive (UUID {archive.uuid}) than "
-                            f"at planning ({part.uuid})")
-        rows = [row for i in order[part.start:part.stop]
-                if (row := _read_entry(archive, i, part, name, opts)) is not None]
-    except libzim.ZimError as exc:
-        if opts.errors == "raise":
-            raise
-        failure = _classify(part.path, exc)
-        if isinstance(exc, _Replaced):
-            failure = (part.path, "replaced", failure[2])
-        rows = [_failure_row(part, columns, failure)]
-    return _frame(rows, columns)
-
-
-def _read_entry(archive: Any, index: int, part: _Part, name: Optional[str],
-                opts: _Options) -> Optional[tuple[Any, ...]]:
-    """The row of entry `index`, or None when it is a redirect or not wanted.
-    A failure to read this entry's content is this row's `error` (with
-    errors='report'), not the partition's."""
-    values: dict[str, Any] = {"archive": part.path, "name": name, "uuid": part.uuid}
-    try:
-        entry = archive._get_entry_by_id(index)
-        if entry.is_redirect:
-            return None
-        values["path"], values["title"] = entry.path, entry.title
-        item = entry.get_item()
-        mimetype = item.mimetype
-        if not _wanted(mimetype, opts.entries):
-            return None
-        values["mimetype"] = mimetype
-        values["size"] = item.size
-        if "text" in opts.columns and _wanted(mimetype, "text"):
-            values["text"] = item.get_text(main_only=opts.main_only, max_chars=opts.max_chars)
-        if "html" in opts.columns and _wanted(mimetype, "html"):
-            values["html"] = bytes(item.content).decode("utf-8", "replace")
-    except libzim.ZimError as exc:
-        if opts.errors == "raise":
-            raise
-        values["error"] = _error_text(*_classify(part.path, exc)[1:])
-    return tuple(values.get(c) for c in opts.columns)
-
-
-def _plan(paths: Sequence[str], partition_size: int, errors: str,
-          untrusted: bool) -> list[_Part]:
-    """Partitions from the archives' headers: entry count and UUID (no
-    content is read here).  With errors='report' an archive that does not
-    open becomes one partition holding its failure row."""
-    parts: list[_Part] = []
-    for path in paths:
-        try:
-            if untrusted:
-                check_untrusted(path)
-            with libzim.reader.Archive(path) as archive:
-                count, uuid = archive.entry_count, str(archive.uuid)
-        except libzim.ZimError as exc:
-            if errors == "raise":
-                raise
-            parts.append(_Part(path, "", 0, 0, _classify(path, exc)))
-            continue
-        parts += [_Part(path, uuid, start, min(start + partition_size, count))
-                  for start in range(0, count, partition_size)]
-    return parts
-
-
-def read_archives(paths: Iterable[Union[str, "os.PathLike[str]"]], *,
-                  columns: Optional[Sequence[str]] = None, text: bool = True,
-                  html: bool = False, entries: str = "html", partition_size: int = 1000,
-                  main_only: bool = True, max_chars: Optional[int] = None,
-                  errors: str = "report", untrusted: bool = False) -> Any:
-    """A Dask DataFrame with one row per HTML article of the archives (see
-    README, "Archives to Parquet on Dask")::
-
-        ddf = read_archives(glob.glob("/srv/zim/*.zim"))
-        ddf.to_parquet("corpus/")          # on the current Dask client
-
-    Columns: archive (the path as given), name (M/Name), uuid, path, title,
-    mimetype, size (content bytes), text (``text=True``; ``Item.get_text``
-    with ``main_only`` and ``max_chars``), html (``html=True``), and error
-    (null unless this row reports a failure).  ``columns`` picks among the
-    first seven.  ``entries``: "html" (text/html items; the default), "text"
-    (also text/plain and markdown) or "all" (every item; text null for other
-    types).  Redirects are never rows.
-
-    Each partition is ``partition_size`` consecutive entries of one archive
-    in cluster order (``Archive.iter_efficient``), so it decompresses its
-    clusters once; it has at most that many rows.  Planning opens each
-    archive on the client for its entry count and UUID only.
-
-    ``errors="report"`` (the default): an archive that is missing or does
-    not open, at planning or on the worker, is one row with ``archive``,
-    ``uuid`` (when known) and ``error`` ("missing: ...", "corrupt: ...",
-    "error: ..."), the other columns null; an entry whose content cannot be
-    read is its row with ``error`` set and no text.  ``errors="raise"``
-    raises instead (at planning, or in the partition, failing the job).
-    ``untrusted=True`` opens each archive in a child process first
-    (``check_untrusted``), so one that crashes libzim is reported, not fatal.
-    """
-    try:
-        import dask.dataframe as dd
-    except ImportError as exc:
-        from libzim._extras import install_hint
-
-        raise ImportError("libzim.dask.read_archives needs dask.dataframe, pandas and pyarrow, the dask extra: "
-                          f"{install_hint('dask')}") from exc
-    if entries not in _ENTRY_KINDS:
-        raise ValueError(f"entries must be one of {_ENTRY_KINDS}, not {entries!r}")
-    if errors not in _ERRORS:
-        raise ValueError(f"errors must be one of {_ERRORS}, not {errors!r}")
-    if partition_size < 1:
-        raise ValueError(f"partition_size must be at least 1, not {partition_size}")
-    picked = list(_FRAME_COLUMNS if columns is None else columns)
-    unknown = [c for c in picked if c not in (*_FRAME_COLUMNS, "text", "html")]
-    if unknown or isinstance(columns, str):
-        raise ValueError(f"unknown columns {unknown or [columns]}; known: {list(_FRAME_COLUMNS)}"
-                         " (text and html: the text= and html= flags)")
-    text = text or "text" in picked
-    html = html or "html" in picked
-    cols = tuple(c for c in _FRAME_COLUMNS if c in picked) + \
-        (("text",) if text else ()) + (("html",) if html else ()) + ("error",)
-    opts = _Options(cols, entries, main_only, max_chars, errors)
-    parts = _plan([os.fspath(p) for p in paths], partition_size, errors, untrusted)
-    meta = _frame([], cols)
-    if not parts:
-        return dd.from_pandas(meta, npartitions=1)
-    return dd.from_map(_read_part, parts, opts=opts, meta=meta, label="read-zim",
-                       enforce_metadata=False)
