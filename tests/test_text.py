@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import gil_only
 from gilprobe import assert_releases_gil
 from libzim import _libzim, writer
 from libzim.reader import Archive
@@ -237,6 +238,7 @@ def test_threads_match_one_thread(zim: Path) -> None:
         assert r and all(r[p] == single[p] for p in r)
 
 
+@gil_only
 def test_releases_gil(zim: Path) -> None:
     item = Archive(zim).get_entry_by_path("apples").get_item()
     assert_releases_gil("Item.get_text", lambda _: item.get_text())
@@ -264,6 +266,7 @@ def test_search_include_text(zim: Path) -> None:
     assert r != plain[0]  # same hit, one with text: not equal
 
 
+@gil_only
 def test_search_include_text_releases_gil(zim: Path) -> None:
     search = Searcher(Archive(zim)).search(Query().set_query("orchard"))
     assert_releases_gil("get_results(include_text=True)",
