@@ -535,6 +535,7 @@ def chart(report: dict, out: Path) -> None:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker
     except ImportError:
         log("matplotlib not installed: no chart")
         return
@@ -554,6 +555,8 @@ def chart(report: dict, out: Path) -> None:
                         label={"ours": "libzim-c", "peer": "python-libzim 3.13.1"}[impl])
         ax.set_xscale("log")
         ax.set_yscale("log")
+        for axis in (ax.xaxis,):  # the minor ticks' labels overlap on a short range
+            axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("entries", fontsize=8)
         ax.legend(fontsize=7)
