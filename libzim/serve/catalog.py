@@ -67,11 +67,14 @@ async def illustration(server: Server, request: Request) -> Response:
         raise HTTPError(404, f"No book with id {request.path_params['uuid']}")
     size = server.int_param(request, "size", 48, 1, 100_000)
     body, mimetype = await server.run(_illustration, book, size)
-    return send_bytes(request, body, mimetype or "image/png", etag_of(book.uuid, "illustration", str(size)))
+    etag = etag_of(book.archive_uuid or book.uuid, "illustration", str(size))
+    return send_bytes(request, body, mimetype or "image/png", etag)
 
 
 async def home(server: Server, request: Request) -> Response:
-    """``/``: the library page."""
+    """``/``: the library page (or ``--customIndex``'s page)."""
+    if server.options.custom_index is not None:
+        return text_response(request, server.options.custom_index, "text/html; charset=utf-8")
     books = sorted(server.library.books.values(), key=lambda b: (b.title.lower(), b.name))
     return text_response(request, pages.library_page(books, root_of(request)), "text/html; charset=utf-8")
 

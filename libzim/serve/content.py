@@ -50,7 +50,7 @@ def _lookup(book: Book, path: str) -> str | tuple[bytes | memoryview, str, str]:
     item = entry.get_item()
     view = item.content
     content: bytes | memoryview = bytes(view) if len(view) <= STREAM_ABOVE else view
-    return content, item.mimetype, etag_of(book.uuid, path)
+    return content, item.mimetype, etag_of(book.archive_uuid or book.uuid, path)
 
 
 async def content(server: Server, request: Request) -> Response:
@@ -98,7 +98,8 @@ async def raw_meta(server: Server, request: Request) -> Response:
     body, mimetype = await server.run(_meta, book, request.path_params["name"])
     if mimetype.startswith("text/plain") or not mimetype:
         mimetype = "text/plain;charset=UTF-8"
-    return send_bytes(request, body, mimetype, etag_of(book.uuid, "meta", request.path_params["name"]))
+    etag = etag_of(book.archive_uuid or book.uuid, "meta", request.path_params["name"])
+    return send_bytes(request, body, mimetype, etag)
 
 
 async def random(server: Server, request: Request) -> Response:

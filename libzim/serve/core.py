@@ -73,7 +73,8 @@ class Options:
     ``search_limit``: how many books one search may cover (0: any);
     ``catalog_only``: only the catalog is served (``--catalogOnly``);
     ``content_server_url``: the server that serves the content the catalog
-    links (``--contentServerURL``; "" for this one).
+    links (``--contentServerURL``; "" for this one); ``custom_index``: an HTML
+    page served at ``/`` instead of the library (``--customIndex``).
     """
 
     search_bar: bool = True
@@ -83,6 +84,7 @@ class Options:
     search_limit: int = 0
     catalog_only: bool = False
     content_server_url: str = ""
+    custom_index: str | None = None
 
 
 class HTTPError(Exception):
@@ -141,6 +143,40 @@ class Guard:
             await err(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+def url_root(text: str) -> str:
+    """A ``--urlRootLocation`` as a mount point: "" for the top, else "/a/b" (slashes
+    added or dropped as kiwix-serve does)."""
+    parts = [p for p in text.split("/") if p]
+    return "/" + "/".join(parts) if parts else ""
+
+
+class Prefix:
+    """Pure-ASGI layer serving the app under ``root`` (kiwix-serve ``--urlRootLocation``):
+    ``ROOT`` redirects to ``ROOT/``, ``ROOT/...`` goes to the app (its ``root_path`` set,
+    so every URL it writes starts with ROOT), anything else is a 404 page."""
+
+    def __init__(self, app: ASGIApp, root: str) -> None:
+        self.app = app
+        self.root = root
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not self.root:
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        mount = str(scope.get("root_path", "")) + self.root
+        if path == mount:
+            query = scope.get("query_string", b"").decode("latin-1")
+            r = redirect(quote(mount, safe="/") + "/" + ("?" + quote(query, safe="&=+%;,/:@") if query else ""))
+        elif path.startswith(mount + "/"):
+            await self.app({**scope, "root_path": mount}, receive, send)
+            return
+        else:
+            r = error_response(404, "No such page (this server's pages are under "
+                                    f"{self.root}/).", scope["method"] == "HEAD", self.root)
+        await r(scope, receive, send)
 
 
 QUICK, SLOW = 0, 1  # job priorities: suggestions, content, metadata before search pages
@@ -205,6 +241,7 @@ class Server:
         self.pool = PriorityPool(max(1, threads), "zim-serve")
         self.pending = 0
         self.feed_id = str(uuidlib.uuid4())
+        self.reloader: object = None  # a libzim.serve.libraryfile.Reloader when the library can be reloaded
 
     @property
     def downloads(self) -> bool:
@@ -225,7 +262,7 @@ class Server:
         """The book named ``name``; HTTPError ``status`` when none is given or known."""
         if not name:
             raise HTTPError(status, "No book was given (content=... or books.name=...).")
-        b = self.library.books.get(name)
+        b = self.library.get(name)
         if b is None:
             raise HTTPError(status, f"No such book: {name}")
         return b

@@ -40,6 +40,10 @@ def search_books(server: Server, request: Request) -> list[Book]:
         if not b.archive.has_fulltext_index:
             raise HTTPError(400, f"The full-text search is not available for {b.name}")
         seen.setdefault(b.name, b)
+    limit = server.options.search_limit
+    if limit and len(seen) > limit:
+        raise HTTPError(400, f"A search may cover at most {limit} book(s) here (--searchLimit); "
+                             f"it asked for {len(seen)}.")
     return sorted(seen.values(), key=lambda b: b.name)
 
 
