@@ -279,6 +279,8 @@ class Server:
         value = int(text)
         if value < low:
             raise HTTPError(400, f"{name} must be at least {low}")
+        if value < 0 and value != -1:  # -1 is the only negative value any parameter takes ("all")
+            raise HTTPError(400, f"Invalid value of {name}: {text[:40]}")
         return value if high is None else min(value, high)
 
 
