@@ -146,9 +146,9 @@ def _search_link(names: Sequence[str], pattern: str, start: int, page_length: in
 
 def search_page(names: Sequence[str], pattern: str, total: int, start: int, page_length: int,
                 hits: Sequence[Hit], root: str = "") -> str:
-    """The HTML result page; ``start`` is 1-based, as kiwix-serve's."""
+    """The HTML result page; ``start`` is 0-based, as libkiwix 14.1+'s."""
     if hits:
-        header = (f"Results <b>{start}-{start + len(hits) - 1}</b> of <b>{total}</b> for "
+        header = (f"Results <b>{start + 1}-{start + len(hits)}</b> of <b>{total}</b> for "
                   f"<b>\"{esc(pattern)}\"</b>")
     else:
         header = f"No results were found for <b>\"{esc(pattern)}\"</b>"
@@ -162,10 +162,10 @@ def search_page(names: Sequence[str], pattern: str, total: int, start: int, page
         )
     pages = []
     if total > page_length:
-        current = (start - 1) // page_length
+        current = start // page_length
         last = (total - 1) // page_length
         for p in range(max(0, current - 4), min(last, current + 4) + 1):
-            link = _search_link(names, pattern, p * page_length + 1, page_length, root=root)
+            link = _search_link(names, pattern, p * page_length, page_length, root=root)
             label = str(p + 1)
             pages.append(f"<b>{label}</b>" if p == current else f"<a href=\"{esc(link)}\">{label}</a>")
     body = (
@@ -199,22 +199,23 @@ def search_rss(names: Sequence[str], pattern: str, total: int, start: int, page_
         f"    <opensearch:startIndex>{start}</opensearch:startIndex>\n"
         f"    <opensearch:itemsPerPage>{page_length}</opensearch:itemsPerPage>\n"
         "    <atom:link rel=\"search\" type=\"application/opensearchdescription+xml\" "
-        "href=\"/search/searchdescription.xml\"/>\n"
+        f"href=\"{esc(quote(root, safe='/'))}/search/searchdescription.xml\"/>\n"
         f"    <opensearch:Query role=\"request\" searchTerms=\"{esc(pattern)}\" startIndex=\"{start}\" "
         f"count=\"{page_length}\"/>\n"
         f"{''.join(items)}  </channel>\n</rss>\n"
     )
 
 
-def suggest_json(items: Sequence[dict[str, str]], term: str) -> str:
+def suggest_json(items: Sequence[dict[str, str]], term: str, fulltext: bool = True) -> str:
     """kiwix-serve's /suggest list: the titles (kind "path"), then the
-    full-text search of the term (kind "pattern"). Labels are HTML-escaped as
+    full-text search of the term (kind "pattern") when ``fulltext``. Labels are HTML-escaped as
     kiwix's are; the JSON is ASCII with <, >, & as \\u escapes, so no
     consumer that pastes it into HTML can be tricked. Compact (no indent):
     ``indent`` makes json use its pure-Python encoder, which cost a third of
     the event loop's time per /suggest request."""
     out = [dict(it) for it in items]
-    out.append({"value": term + " ", "label": f"containing '{term}'...", "kind": "pattern"})
+    if fulltext:  # kiwix-serve offers the full-text search only for a book that has an index
+        out.append({"value": term + " ", "label": f"containing '{term}'...", "kind": "pattern"})
     for it in out:
         it["label"] = esc(it["label"])
     text = json.dumps(out, ensure_ascii=True, separators=(",", ":"))
