@@ -29,7 +29,7 @@ from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import pages
 from .library import Book, Library
@@ -175,9 +175,9 @@ class Guard:
             await err(scope, receive, send)
             return
 
-        async def send_with_cors(message: dict[str, object]) -> None:
+        async def send_with_cors(message: Message) -> None:
             if message["type"] == "http.response.start":  # kiwix-serve: every response may be read by any page
-                message["headers"] = [*message.get("headers", []), (b"access-control-allow-origin", b"*")]  # type: ignore[misc]
+                message["headers"] = [*message.get("headers", []), (b"access-control-allow-origin", b"*")]
             await send(message)
 
         await self.app(scope, receive, send_with_cors)
