@@ -4,6 +4,8 @@ illustrations and the library page ``/``; the book filters that ``/search``'s
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import Response
@@ -13,7 +15,7 @@ from libzim import ZimError
 
 from . import opds, pages
 from .content import etag_of, send_bytes
-from .core import GET, HTTPError, Server, endpoint, root_of, text_response
+from .core import GET, NO_CACHE, HTTPError, Server, endpoint, root_of, text_response
 from .library import Book
 
 __all__ = ["filter_books", "routes"]
@@ -72,7 +74,7 @@ def _content_root(server: Server, request: Request) -> str | None:
     with --catalogOnly)."""
     if server.options.content_server_url:
         return server.options.content_server_url
-    return None if server.options.catalog_only else root_of(request)
+    return None if server.options.catalog_only else quote(root_of(request), safe="/")
 
 
 def library_id(server: Server) -> str:
@@ -163,7 +165,8 @@ async def illustration(server: Server, request: Request) -> Response:
     size = server.int_param(request, "size", 48, 1, 100_000)
     body, mimetype = await server.run(_illustration, book, size)
     etag = etag_of(book.archive_uuid or book.uuid, "illustration", str(size))
-    return send_bytes(request, body, mimetype or "image/png", etag)
+    # kiwix-serve: the library's (not the archive's), so revalidated as its other documents
+    return send_bytes(request, body, mimetype or "image/png", etag, cache=NO_CACHE)
 
 
 async def home(server: Server, request: Request) -> Response:
