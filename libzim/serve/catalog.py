@@ -58,10 +58,16 @@ def filter_books(server: Server, books: list[Book], q: QueryParams, prefix: str 
     return books
 
 
+def by_title(books: list[Book]) -> list[Book]:
+    """The books in kiwix-serve's catalog order: by title, case and punctuation ignored
+    ("Charles, Ray" < "Ray Charles" < "Ray (uncategorized) Charles")."""
+    return sorted(books, key=lambda b: ("".join(c for c in b.title.casefold() if c.isalnum()), b.title, b.name))
+
+
 def _page_of(server: Server, request: Request) -> tuple[list[Book], int, int, str]:
     """The filtered books of this request's page, their total, the start, the query string."""
     lib = server.library
-    books = filter_books(server, list(lib.books.values()), request.query_params)
+    books = filter_books(server, by_title(list(lib.books.values())), request.query_params)
     start = server.int_param(request, "start", 0, 0)
     count = server.int_param(request, "count", 10, -1, MAX_COUNT)
     if count < 0:
@@ -104,7 +110,7 @@ async def catalog_legacy_search(server: Server, request: Request) -> Response:
 
 async def catalog_legacy_root(server: Server, request: Request) -> Response:
     """The legacy ``/catalog/root.xml``: every book, one feed."""
-    books = list(server.library.books.values())
+    books = by_title(list(server.library.books.values()))
     body = opds.entries_feed(books, library_id(server), len(books), 0, "", root_of(request),
                              _content_root(server, request), downloads=server.options.downloads, endpoint="/catalog")
     return text_response(request, body, opds.ACQUISITION)
