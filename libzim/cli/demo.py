@@ -77,29 +77,38 @@ def load_average() -> float | None:
         return None
 
 
-def throughput_summary(runs: list[Stats], load: float | None, cpus: int | None) -> list[str]:
-    """What the throughput runs (1 thread, then N) mean, given the load they ran under.
+# The N-thread run "got the CPUs" when its threads ran for at least this share of
+# the cores they could use (min(N, CPUs)); below it, other processes held them.
+GOT_THE_CPUS = 0.9
 
-    Wall-clock speedup needs idle cores: when the load average already exceeds
-    the CPU count, other processes take the cores the extra threads would use
-    and the speedup says nothing about the binding. CPU time per search does
-    not depend on that: equal CPU per search in 1 and N threads means the N
-    threads did not slow each other down (no lock contention, no shared work
-    redone), and CPU over wall time says how many cores they actually got.
+
+def throughput_summary(runs: list[Stats], load: float | None, cpus: int | None) -> list[str]:
+    """What the throughput runs (1 thread, then N) mean, given the CPU time they got.
+
+    Wall-clock speedup needs the cores: CPU time over wall time says how many
+    the threads actually got, and only when they got fewer than they could use
+    (other processes held the rest) is the machine called busy and the speedup
+    not meaningful. The load average, read before the runs, is reported but not
+    used to decide: it lags, and counts processes that may leave the cores idle.
+    CPU time per search does not depend on either: equal CPU per search in 1 and
+    N threads means the N threads did not slow each other down.
     """
     lines = []
-    busy = load is not None and cpus is not None and load > cpus
+    last = runs[-1]
+    usable = min(last.threads, cpus or last.threads)
+    busy = last.cores_used < GOT_THE_CPUS * usable
     if len(runs) == 2 and runs[0].per_second > 0:
         one, many = runs
         lines.append(f"speedup with {many.threads} threads: {many.per_second / one.per_second:.2f}x wall clock "
-                     f"(on {cpus} CPUs)")
+                     f"(the {many.threads} threads got {many.cores_used:.2f} CPUs of {cpus})")
         lines.append(f"CPU per search 1 thread: {one.cpu_per_call * 1000:.2f} ms, {many.threads} threads: "
-                     f"{many.cpu_per_call * 1000:.2f} ms (the {many.threads} threads got "
-                     f"{many.cores_used:.2f} CPUs of {cpus})")
+                     f"{many.cpu_per_call * 1000:.2f} ms")
     where = f"load average {load:.2f} on {cpus} CPUs" if load is not None else "load average unknown"
     if busy:
+        got = (f"the {last.threads} threads got {last.cores_used:.2f} CPUs of the {usable} they could use"
+               if last.threads > 1 else f"the thread got {last.cores_used:.2f} of a CPU")
         what = "the wall-clock speedup is not meaningful" if len(runs) == 2 else "searches/s is below what an idle machine gives"
-        lines.append(f"{where}: the machine is busy, so {what}; compare the CPU time per search")
+        lines.append(f"{where}: the machine is busy ({got}), so {what}; compare the CPU time per search")
     else:
         lines.append(where)
     return lines
