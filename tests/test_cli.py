@@ -569,6 +569,15 @@ def test_suggest_local_text():
     assert LOCAL.multi.items["page005.html"][0] in proc.stdout.decode("utf-8")
 
 
+@pytest.mark.parametrize("command", ["suggest", "search"])
+def test_limit_zero_is_a_usage_error(command):
+    # Issue 31: `zim suggest -n 0` printed "No suggestions" for a query that has some.
+    proc = zim(command, MULTI, "Старонка", "-n", "0")
+    assert_one_line_error(proc, code=2)
+    assert "--limit must be >= 1, not 0" in proc.stderr
+    assert proc.stdout == b""
+
+
 @suite_data
 def test_suggest_wikibooks_text():
     proc = zim("suggest", WIKIBOOKS, "Першая", "--limit", "3")

@@ -15,7 +15,7 @@ from libzim.search import Searcher
 from .archives import open_archive
 from .errors import PROG, CLIError, one_line, print_error
 from .output import human_size
-from .search import digest, print_results, run_search
+from .search import check_limit, digest, print_results, run_search
 from .workers import Stats, add_cluster_cache_option, apply_cluster_cache, hammer
 
 
@@ -120,6 +120,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     threads = args.threads if args.threads is not None else max(2, min(8, os.cpu_count() or 2))
     if threads < 1:
         raise CLIError("--threads must be >= 1", 2)
+    check_limit(args.limit)
     if args.duration <= 0:
         raise CLIError("--duration must be > 0", 2)
     cache_line = apply_cluster_cache(args.cluster_cache)
