@@ -22,6 +22,7 @@ if [ "$1 $2 $3" = "-m mkdocs build" ]; then
         shift
     done
 fi
+if [ "$1 $2" = "-m venv" ]; then mkdir -p "$3/bin" && cp "$0" "$3/bin/python"; fi
 exit 0
 """
 
@@ -65,5 +66,63 @@ def test_docs_sh_site_dir_argument(tmp_path):
     assert f"the site is in {out}:" in proc.stdout
 
 
+def run_test_sh(tmp_path: Path, *args: str, **env: str) -> tuple[subprocess.CompletedProcess, str]:
+    root, base_env = copy_scripts(tmp_path, "test.sh")
+    (root / "tools" / "bootstrap.sh").write_text("exit 0\n")
+    # Whatever the run of this suite was asked (CI sets LIBZIM_C_WHEEL=1), only ``env`` counts here.
+    base_env = {k: v for k, v in base_env.items() if k not in ("LIBZIM_C_WHEEL", "LIBZIM_C_SKIP_INSTALLED")}
+    proc = subprocess.run(["bash", "tools/test.sh", *args], cwd=root, env={**base_env, **env},
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc, (tmp_path / "calls.log").read_text()
+
+
+def test_test_sh_runs_the_suite_once_by_default(tmp_path):
+    # Issue 31: the README's test command ran the whole suite twice (in place, then the wheel).
+    proc, calls = run_test_sh(tmp_path, "-k", "x")
+    assert [line for line in calls.splitlines() if " pytest " in f" {line} "] == ["-m pytest -q -k x"]
+    assert "-m build" not in calls and "-m venv" not in calls
+    assert "about 5 minutes on 2 cores" in proc.stderr  # said before the long step
+    assert proc.stderr.rstrip().endswith("runs with: bash tools/test.sh --wheel")
+
+
+def test_test_sh_wheel_stage_on_request(tmp_path):
+    for i, (args, env) in enumerate([(["--wheel"], {}), ([], {"LIBZIM_C_WHEEL": "1"})]):
+        _proc, calls = run_test_sh(tmp_path / str(i), *args, "-k", "x", **env)
+        pytest_runs = [line for line in calls.splitlines() if "-m pytest" in line]
+        assert len(pytest_runs) == 2 and pytest_runs[1].endswith("/tests -k x"), calls  # the installed package
+        assert "-m build --sdist" in calls and "-m pip wheel" in calls
+
+
+def test_test_sh_skip_installed_still_turns_the_wheel_stage_off(tmp_path):
+    _proc, calls = run_test_sh(tmp_path, "--wheel", LIBZIM_C_SKIP_INSTALLED="1")
+    assert "-m build" not in calls
+
+
+def test_ci_runs_the_wheel_stage():
+    ci = (REPO_ROOT / ".ci" / "run").read_text().splitlines()
+    assert "LIBZIM_C_WHEEL=1 bash tools/bare_clone.sh" in ci
+
+
 def test_site_folder_is_ignored_by_git():
     assert "/site/" in (REPO_ROOT / ".gitignore").read_text().splitlines()
+
+
+def test_skip_summary_says_what_the_shared_set_is_and_how_to_fetch_it(tmp_path):
+    # Issue 31: the run ended naming a folder outside the clone a newcomer has never heard of.
+    import sys
+
+    from conftest import SUITE_CLONE, suite_skip_line
+
+    env = dict(os.environ, LIBZIM_C_TEST_DATA=str(tmp_path / "absent"))
+    env.pop("LIBZIM_C_REQUIRE_TEST_DATA", None)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "suite_data",
+                           "tests/test_local_archives.py", "tests/test_reader.py"],
+                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    skipped = [line for line in lines if "tests skipped: they read the openZIM zim-testing-suite" in line]
+    assert len(skipped) == 1, proc.stdout
+    count = int(skipped[0].split()[0])
+    assert count > 0 and skipped[0] == suite_skip_line(count)
+    assert skipped[0].endswith(SUITE_CLONE) and "../shared" not in skipped[0]

@@ -26,6 +26,7 @@ fi
 
 checkout_built() { (cd /tmp && "$PY" -c 'import sys, libzim._libzim as m; sys.exit(not m.__file__.startswith(sys.argv[1]))' "$root/libzim/"); }
 if ! checkout_built 2>/dev/null; then
+    echo "docs.sh: building the extension first (the reference reads its docstrings; about 40 s on 2 cores)" >&2
     step "build the extension in place (setup.py build_ext --inplace)" "$PY" setup.py build_ext --inplace -q
 fi
 

@@ -57,14 +57,13 @@ def demo_archive(cache: str | None, hint: str = "") -> Path:
     """The path of the demo archive (the python3-doc Debian package as a ZIM), built and cached on
     first use; CLIError if it cannot be built."""
     corpus = load_corpus(hint)
-    where = cache or str(corpus.DEFAULT_CACHE_DIR)
-    sys.stderr.write(
-        f"{PROG}: preparing the {DEMO_PACKAGE} archive (cached in {where}; "
-        "the first run installs the package if needed and builds it with zimwriterfs)\n"
-    )
-    sys.stderr.flush()
+
+    def announce(line: str) -> None:  # the long steps of the first run, each said before it starts
+        sys.stderr.write(f"{PROG}: {line}\n")
+        sys.stderr.flush()
+
     try:
-        return Path(corpus.ensure_debian_doc_zim(DEMO_PACKAGE, cache, install=True))
+        return Path(corpus.ensure_debian_doc_zim(DEMO_PACKAGE, cache, install=True, announce=announce))
     except (RuntimeError, OSError, subprocess.SubprocessError) as e:
         raise CLIError(f"cannot build the {DEMO_PACKAGE} archive: {one_line(e)}")
 
