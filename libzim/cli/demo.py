@@ -43,8 +43,8 @@ def load_corpus(hint: str) -> Any:
     if root is None:
         raise CLIError(
             f"cannot build the {DEMO_PACKAGE} archive: an installed libzim-c has no archive builder; "
-            f"run this from a libzim-c source checkout (bash tools/bootstrap.sh installs zim-tools and "
-            f"{DEMO_PACKAGE}){hint}"
+            f"give an archive with a full-text index (zim demo ARCHIVE), or run this from a libzim-c source "
+            f"checkout (bash tools/bootstrap.sh installs zim-tools and {DEMO_PACKAGE}){hint}"
         )
     spec = importlib.util.spec_from_file_location("_libzim_c_corpus", root / "tools" / "corpus.py")
     assert spec is not None and spec.loader is not None
@@ -66,6 +66,25 @@ def demo_archive(cache: str | None, hint: str = "") -> Path:
         return Path(corpus.ensure_debian_doc_zim(DEMO_PACKAGE, cache, install=True, announce=announce))
     except (RuntimeError, OSError, subprocess.SubprocessError) as e:
         raise CLIError(f"cannot build the {DEMO_PACKAGE} archive: {one_line(e)}")
+
+
+def queries_from_titles(archive: Any, count: int = len(DEMO_QUERIES), look: int = 40) -> list[str]:
+    """Up to ``count`` queries for an archive the demo does not know: the titles (first three
+    words) of HTML articles, one from each of ``count`` evenly spaced stretches of entry ids,
+    looking at ``look`` entries at most in each, so a large archive costs what a small one does."""
+    total = archive.entry_count
+    queries: list[str] = []
+    for k in range(count):
+        start = k * total // count
+        for i in range(start, min(start + look, total)):
+            entry = archive._get_entry_by_id(i)
+            if entry.is_redirect or not entry.get_item().mimetype.startswith("text/html"):
+                continue
+            words = " ".join(entry.title.split()[:3])
+            if words and words not in queries:
+                queries.append(words)
+                break
+    return queries
 
 
 def load_average() -> float | None:
@@ -114,8 +133,8 @@ def throughput_summary(runs: list[Stats], load: float | None, cpus: int | None) 
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """``zim demo``: search the demo archive from one thread and then several, checking that the
-    answers agree, and print the throughput; returns the exit status."""
+    """``zim demo``: search the demo archive (or ARCHIVE) from one thread and then several,
+    checking that the answers agree, and print the throughput; returns the exit status."""
     threads = args.threads if args.threads is not None else max(2, min(8, os.cpu_count() or 2))
     if threads < 1:
         raise CLIError("--threads must be >= 1", 2)
@@ -123,27 +142,30 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if args.duration <= 0:
         raise CLIError("--duration must be > 0", 2)
     cache_line = apply_cluster_cache(args.cluster_cache)
-    path = demo_archive(args.cache)
+    path = Path(args.archive) if args.archive else demo_archive(args.cache)
     archive = open_archive(path)
     if not archive.has_fulltext_index:
-        raise CLIError(f"{path}: the demo archive has no full-text index")
+        raise CLIError(f"{path}: the archive has no full-text index, which zim demo searches")
+    queries = tuple(args.query or (DEMO_QUERIES if not args.archive else queries_from_titles(archive)))
+    if not queries:
+        raise CLIError(f"{path}: found no article titles to search for; give queries with --query", 1)
     searcher = Searcher(archive)
     print(f"Archive: {path}")
     print(f"  {archive.article_count:,} articles, {human_size(archive.filesize)}, full-text index")
     print()
 
     reference = []
-    for q in DEMO_QUERIES:
+    for q in queries:
         estimated, results = run_search(searcher, q, args.limit, True)
         reference.append(digest(results))
         print_results(q, estimated, results, 1, args.limit)
         print()
 
     def one(i: int) -> tuple[Any, ...]:
-        return digest(run_search(searcher, DEMO_QUERIES[i], args.limit, True)[1])
+        return digest(run_search(searcher, queries[i], args.limit, True)[1])
 
     print(
-        f"Throughput: the {len(DEMO_QUERIES)} queries above, top {args.limit} with snippets, "
+        f"Throughput: the {len(queries)} queries above, top {args.limit} with snippets, "
         f"{args.duration:g} s per run, one Searcher shared by all threads; {cache_line}"
     )
     sys.stdout.flush()
@@ -152,7 +174,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     counts = [1] if threads == 1 else [1, threads]
     consistent = True
     for n in counts:
-        stats, seen = hammer(one, len(DEMO_QUERIES), n, duration=args.duration)
+        stats, seen = hammer(one, len(queries), n, duration=args.duration)
         ok = all(values == {reference[i]} for i, values in seen.items())
         consistent &= ok
         runs.append(stats)
@@ -170,12 +192,21 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     """``zim demo`` and its options."""
     p = sub.add_parser(
         "demo",
-        help="search the Python documentation from many threads",
+        help="search the Python documentation (or ARCHIVE) from many threads",
         description=(
-            f"Build (once, cached) a ZIM of Debian's {DEMO_PACKAGE}, search it for a few queries "
-            "with snippets, then measure searches/s from 1 and N threads sharing one Searcher."
+            "Search an archive for a few queries with snippets, then measure searches/s from 1 and N "
+            "threads sharing one Searcher, checking that every thread's answers equal the first. "
+            f"Without ARCHIVE: a ZIM of Debian's {DEMO_PACKAGE}, built once and cached, which needs a "
+            "libzim-c source checkout (its tools/corpus.py) and zim-tools; an installed libzim-c "
+            "runs the demo on any ARCHIVE with a full-text index (queries: --query, else titles "
+            "of its articles)."
         ),
     )
+    p.add_argument("archive", metavar="ARCHIVE", nargs="?", help="a ZIM file with a full-text index "
+                   f"(default: the {DEMO_PACKAGE} archive, built from a source checkout)")
+    p.add_argument("--query", "-q", action="append", metavar="Q",
+                   help="a query to search for (repeat it for more; default: the demo's own for the "
+                        f"{DEMO_PACKAGE} archive, titles of its articles for another)")
     p.add_argument("--threads", type=int, default=None, metavar="N", help="threads for the throughput run (default: CPUs, 2..8)")
     p.add_argument("--cache", metavar="DIR", help="cache directory for the built archive")
     p.add_argument("--limit", "-n", type=int, default=3, metavar="N", help="results shown per query (default 3)")
