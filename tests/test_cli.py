@@ -186,7 +186,8 @@ def test_info_json_small(scheme):
         "media": a.media_count,
     }
     assert info["has_fulltext_index"] == a.has_fulltext_index
-    assert info["illustration_sizes"] == sorted(a.get_illustration_sizes())
+    with pytest.warns(DeprecationWarning, match="use get_illustration_infos"):
+        assert info["illustration_sizes"] == sorted(a.get_illustration_sizes())
     assert sorted(info["metadata"]) == sorted(a.metadata_keys)
     for key in a.metadata_keys:
         raw = a.get_metadata(key)
