@@ -82,7 +82,7 @@ def test_test_sh_runs_the_suite_once_by_default(tmp_path):
     proc, calls = run_test_sh(tmp_path, "-k", "x")
     assert [line for line in calls.splitlines() if " pytest " in f" {line} "] == ["-m pytest -q -k x"]
     assert "-m build" not in calls and "-m venv" not in calls
-    assert "about 5 minutes on 2 cores" in proc.stderr  # said before the long step
+    assert "about 5 minutes on 2 idle cores" in proc.stderr  # said before the long step
     assert proc.stderr.rstrip().endswith("runs with: bash tools/test.sh --wheel")
 
 

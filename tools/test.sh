@@ -2,7 +2,7 @@
 # The developer's test command, from a fresh Debian machine: installs, builds, tests.
 #   bash tools/test.sh [--wheel] [PYTEST ARGS]
 # Stage 1 (always): bootstrap, stubtest, mypy --strict, and one pytest run of the
-# in-place build of this checkout (about 5 minutes on 2 cores).
+# in-place build of this checkout (about 5 minutes on 2 idle cores).
 # Stage 2 (--wheel, or LIBZIM_C_WHEEL=1; CI sets it): builds the sdist and a wheel
 # from it, installs that into a fresh venv and tests the installed package (the
 # whole suite again: about 5 more minutes). LIBZIM_C_SKIP_INSTALLED=1 (older name)
@@ -23,7 +23,7 @@ root=$PWD
 stubtest_here() { (cd /tmp && MYPYPATH="$root" "$PY" -m mypy.stubtest libzim); }
 step "stubtest of libzim/*.pyi" stubtest_here
 step "mypy --strict libzim" "$PY" -m mypy --strict libzim
-echo "test.sh: pytest of the in-place build: the default suite, about 5 minutes on 2 cores" >&2
+echo "test.sh: pytest of the in-place build: the default suite, about 5 minutes on 2 idle cores, longer on a busy machine" >&2
 step "pytest (in-place build)" "$PY" -m pytest -q "$@"
 
 if [ "$wheel" != 1 ]; then
