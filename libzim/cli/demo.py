@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from libzim import ZimError
 from libzim.search import Searcher
 
 from .archives import open_archive
@@ -77,10 +78,13 @@ def queries_from_titles(archive: Any, count: int = len(DEMO_QUERIES), look: int 
     for k in range(count):
         start = k * total // count
         for i in range(start, min(start + look, total)):
-            entry = archive._get_entry_by_id(i)
-            if entry.is_redirect or not entry.get_item().mimetype.startswith("text/html"):
+            try:
+                entry = archive._get_entry_by_id(i)
+                if entry.is_redirect or not entry.get_item().mimetype.startswith("text/html"):
+                    continue
+                words = " ".join(entry.title.split()[:3])
+            except ZimError:  # a damaged entry: look at the next one
                 continue
-            words = " ".join(entry.title.split()[:3])
             if words and words not in queries:
                 queries.append(words)
                 break
