@@ -4,7 +4,8 @@ Two sets of test archives:
   * local ones (tests/local_archives.py), built at test time in a tmp dir by
     our writer: the default suite needs nothing outside the repository;
   * the real archives by others, the openZIM zim-testing-suite's data/
-    (../shared/zim-testing-suite, or LIBZIM_C_TEST_DATA). Tests that need them
+    (LIBZIM_C_TEST_DATA, else ../shared/zim-testing-suite, else the data/ of
+    a clone at ../zim-testing-suite: SUITE_CLONE makes one). Tests that need them
     are marked suite_data (by hand, or here for the fixtures below that hand
     out those files). Without the folder they are skipped and the run ends
     with one line saying how many and why; with LIBZIM_C_REQUIRE_TEST_DATA=1
@@ -34,8 +35,24 @@ from typing import Any, TypeVar
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SUITE = Path(os.environ.get("LIBZIM_C_TEST_DATA") or REPO_ROOT.parent / "shared" / "zim-testing-suite")
-HAVE_SUITE = (SUITE / "nons" / "small.zim").is_file() and (SUITE / "withns" / "small.zim").is_file()
+# The one command that fetches the shared set, run in the checkout's root: the
+# tests then find its data/ beside the checkout.
+SUITE_CLONE = "git clone --depth 1 https://github.com/openzim/zim-testing-suite ../zim-testing-suite"
+
+
+def _has_suite(folder: Path) -> bool:
+    return (folder / "nons" / "small.zim").is_file() and (folder / "withns" / "small.zim").is_file()
+
+
+def _find_suite() -> Path:
+    if os.environ.get("LIBZIM_C_TEST_DATA"):
+        return Path(os.environ["LIBZIM_C_TEST_DATA"])
+    shared, cloned = REPO_ROOT.parent / "shared" / "zim-testing-suite", REPO_ROOT.parent / "zim-testing-suite" / "data"
+    return cloned if not _has_suite(shared) and _has_suite(cloned) else shared
+
+
+SUITE = _find_suite()
+HAVE_SUITE = _has_suite(SUITE)
 REQUIRE_SUITE = os.environ.get("LIBZIM_C_REQUIRE_TEST_DATA") == "1"
 suite_data = pytest.mark.suite_data
 # Tests that take one of these fixtures read the shared archives.
@@ -150,12 +167,18 @@ def pytest_collection_modifyitems(config, items) -> None:
             _suite_skipped.append(item.nodeid)
 
 
+def suite_skip_line(count: int) -> str:
+    """The run's last word on the shared archives it skipped: what they are, why that is fine,
+    and the one command that fetches them."""
+    return (
+        f"{count} tests skipped: they read the openZIM zim-testing-suite, real archives written by other "
+        "tools (optional: the rest of the suite builds its own archives); to run them too: " + SUITE_CLONE
+    )
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
     if _suite_skipped:
-        terminalreporter.write_line(
-            f"{len(_suite_skipped)} tests need the zim-testing-suite archives: not found at {SUITE}, "
-            "skipped; see docs/contributing.md, \"Test data\" (LIBZIM_C_TEST_DATA, LIBZIM_C_REQUIRE_TEST_DATA)"
-        )
+        terminalreporter.write_line(suite_skip_line(len(_suite_skipped)))
 
 
 @pytest.fixture(scope="session")

@@ -186,7 +186,8 @@ def test_info_json_small(scheme):
         "media": a.media_count,
     }
     assert info["has_fulltext_index"] == a.has_fulltext_index
-    assert info["illustration_sizes"] == sorted(a.get_illustration_sizes())
+    with pytest.warns(DeprecationWarning, match="use get_illustration_infos"):
+        assert info["illustration_sizes"] == sorted(a.get_illustration_sizes())
     assert sorted(info["metadata"]) == sorted(a.metadata_keys)
     for key in a.metadata_keys:
         raw = a.get_metadata(key)
@@ -569,6 +570,15 @@ def test_suggest_local_text():
     assert LOCAL.multi.items["page005.html"][0] in proc.stdout.decode("utf-8")
 
 
+@pytest.mark.parametrize("command", ["suggest", "search"])
+def test_limit_zero_is_a_usage_error(command):
+    # Issue 31: `zim suggest -n 0` printed "No suggestions" for a query that has some.
+    proc = zim(command, MULTI, "Старонка", "-n", "0")
+    assert_one_line_error(proc, code=2)
+    assert "--limit must be >= 1, not 0" in proc.stderr
+    assert proc.stdout == b""
+
+
 @suite_data
 def test_suggest_wikibooks_text():
     proc = zim("suggest", WIKIBOOKS, "Першая", "--limit", "3")
@@ -659,6 +669,46 @@ def test_json_after_double_dash_is_not_the_option(tmp_path):
     assert proc.stderr.startswith("zim: error: ")
 
 
+# ----------------------------------------------------------------------------- demo on any archive
+
+
+def test_demo_on_an_archive_searches_its_titles(ft_zim):
+    # Issue 31: an installed package could not run the demo at all; any indexed archive does.
+    proc = zim("demo", ft_zim, "--threads", "2", "--duration", "0.2", "-n", "2")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.decode()
+    assert out.startswith(f"Archive: {ft_zim}\n")
+    from libzim.cli.demo import queries_from_titles
+
+    queries = queries_from_titles(Archive(ft_zim))
+    titles = {" ".join(t.split()[:3]) for t, _ in PAGES.values()}
+    assert queries and set(queries) <= titles and len(set(queries)) == len(queries)
+    for q in queries:
+        assert f"for {q!r}:" in out or f"for '{q}'" in out, (q, out)
+    assert f"Throughput: the {len(queries)} queries above, top 2 with snippets" in out
+    assert "RESULTS DIFFER" not in out and out.count(" searches in ") == 2
+
+
+def test_demo_on_an_archive_with_given_queries(ft_zim):
+    proc = zim("demo", ft_zim, "--query", "quokka", "-q", "zebra stripes", "--threads", "1", "--duration", "0.1")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.decode()
+    assert "Quokka facts" in out and "Zebra stripes" in out
+    assert "Throughput: the 2 queries above" in out and out.count(" searches in ") == 1
+
+
+def test_demo_on_an_archive_without_index_says_so():
+    proc = zim("demo", SMALL)
+    assert_one_line_error(proc, names=str(SMALL))
+    assert "has no full-text index, which zim demo searches" in proc.stderr
+
+
+def test_demo_help_says_where_it_runs():
+    text = " ".join(zim("demo", "--help").stdout.decode().split())
+    assert "[ARCHIVE]" in text
+    assert "needs a libzim-c source checkout" in text and "installed libzim-c runs the demo on any ARCHIVE" in text
+
+
 # ----------------------------------------------------------------------------- demo's throughput summary
 # The lines under ``zim demo``'s throughput runs, from made-up runs and load readings:
 # their shape and wording, never timings.
@@ -675,9 +725,22 @@ def test_demo_summary_idle_machine():
 
     one, two = fake_run(1, 1000, 2.0, 1.9), fake_run(2, 1900, 2.0, 3.8)
     assert throughput_summary([one, two], 0.5, 2) == [
-        "speedup with 2 threads: 1.90x wall clock (on 2 CPUs)",
-        "CPU per search 1 thread: 1.90 ms, 2 threads: 2.00 ms (the 2 threads got 1.90 CPUs of 2)",
+        "speedup with 2 threads: 1.90x wall clock (the 2 threads got 1.90 CPUs of 2)",
+        "CPU per search 1 thread: 1.90 ms, 2 threads: 2.00 ms",
         "load average 0.50 on 2 CPUs",
+    ]
+
+
+def test_demo_summary_high_load_but_the_threads_got_the_cpus():
+    # Issue 31: 1.68x with 1.95 CPUs of 2 was called "busy" because the load average
+    # (read before the runs) was high; the threads got the cores, so the speedup stands.
+    from libzim.cli.demo import throughput_summary
+
+    one, two = fake_run(1, 1000, 2.0, 1.98), fake_run(2, 1680, 2.0, 3.9)
+    assert throughput_summary([one, two], 3.4, 2) == [
+        "speedup with 2 threads: 1.68x wall clock (the 2 threads got 1.95 CPUs of 2)",
+        "CPU per search 1 thread: 1.98 ms, 2 threads: 2.32 ms",
+        "load average 3.40 on 2 CPUs",
     ]
 
 
@@ -685,22 +748,33 @@ def test_demo_summary_busy_machine_says_so():
     from libzim.cli.demo import throughput_summary
 
     one, two = fake_run(1, 1000, 2.0, 1.0), fake_run(2, 1010, 2.0, 1.01)
-    lines = throughput_summary([one, two], 3.25, 2)
-    assert lines[0] == "speedup with 2 threads: 1.01x wall clock (on 2 CPUs)"
-    assert lines[1] == "CPU per search 1 thread: 1.00 ms, 2 threads: 1.00 ms (the 2 threads got 0.51 CPUs of 2)"
-    assert lines[2] == ("load average 3.25 on 2 CPUs: the machine is busy, so the wall-clock speedup is not "
-                        "meaningful; compare the CPU time per search")
-    assert len(lines) == 3
+    for load in (3.25, 0.5, None):  # the CPUs the threads got decide, whatever the load average said
+        lines = throughput_summary([one, two], load, 2)
+        assert lines[0] == "speedup with 2 threads: 1.01x wall clock (the 2 threads got 0.51 CPUs of 2)"
+        assert lines[1] == "CPU per search 1 thread: 1.00 ms, 2 threads: 1.00 ms"
+        where = f"load average {load:.2f} on 2 CPUs" if load is not None else "load average unknown"
+        assert lines[2] == (f"{where}: the machine is busy (the 2 threads got 0.51 CPUs of the 2 they could use), "
+                            "so the wall-clock speedup is not meaningful; compare the CPU time per search")
+        assert len(lines) == 3
+
+
+def test_demo_summary_more_threads_than_cpus():
+    from libzim.cli.demo import throughput_summary
+
+    one, eight = fake_run(1, 1000, 2.0, 1.96), fake_run(8, 1900, 2.0, 3.8)  # 1.90 of the 2 CPUs: all it can use
+    assert throughput_summary([one, eight], 1.0, 2)[2:] == ["load average 1.00 on 2 CPUs"]
 
 
 def test_demo_summary_one_thread_and_no_load_average():
     from libzim.cli.demo import throughput_summary
 
-    run = fake_run(1, 100, 1.0, 0.5)
+    run = fake_run(1, 100, 1.0, 0.95)
     assert throughput_summary([run], None, 4) == ["load average unknown"]
-    busy = throughput_summary([run], 9.0, 4)
-    assert busy == ["load average 9.00 on 4 CPUs: the machine is busy, so searches/s is below what an idle "
-                    "machine gives; compare the CPU time per search"]
+    assert throughput_summary([run], 9.0, 4) == ["load average 9.00 on 4 CPUs"]
+    starved = fake_run(1, 100, 1.0, 0.5)
+    assert throughput_summary([starved], 9.0, 4) == [
+        "load average 9.00 on 4 CPUs: the machine is busy (the thread got 0.50 of a CPU), so searches/s is below "
+        "what an idle machine gives; compare the CPU time per search"]
 
 
 def test_hammer_measures_thread_cpu_time():

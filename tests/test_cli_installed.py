@@ -36,6 +36,7 @@ def zim(kw: dict, *args: str) -> str:
 def test_demo_outside_a_checkout_says_what_to_do(installed_copy):
     line = zim(installed_copy, "demo")
     assert "source checkout" in line and "zim-tools" in line, line
+    assert "zim demo ARCHIVE" in line, line  # what works without one
 
 
 def test_bench_outside_a_checkout_runs_only_the_builtin_one(installed_copy):

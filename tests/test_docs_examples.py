@@ -1,7 +1,9 @@
 """Every code example of the documentation runs, as written.
 
-The pages of docs/ show Python only by including a file (pymdownx.snippets'
-`--8<-- "docs/examples/NAME.py"`), never as text of their own; each included
+The pages of docs/ show Python only as copies of files the tests run, each
+block after a line naming its file (`<!-- docs/examples/NAME.py, kept equal to
+the file by tests/test_docs_examples.py -->`) and checked here to equal it, so
+the pages read whole as Markdown on a forge too; each such
 file is run here (examples/serve_mount.py, a server, by the test named in
 ELSEWHERE) against an archive written by the writing example itself, and its
 output checked. The README's example, which GitHub shows without includes, is
@@ -40,6 +42,8 @@ ELSEWHERE = {"examples/serve_mount.py": "tests/test_serve.py"}
 FENCE = re.compile(r"^(?P<indent> *)(?P<fence>```+|~~~+)(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)(?P=fence)\s*$",
                    re.M | re.S)
 INCLUDE = re.compile(r'^\s*--8<--\s+"([^"]+)"\s*$')
+# The line before an example's block names the file it is a copy of.
+MARKER = re.compile(r"^<!-- (\S+\.py), kept equal to the file by tests/test_docs_examples\.py -->$")
 
 
 def run(path: Path, *args: object) -> subprocess.CompletedProcess:
@@ -86,21 +90,44 @@ def python_blocks(text: str) -> list[str]:
     return [m["body"] for m in FENCE.finditer(text) if m["info"].strip().split(" ")[:1] in (["python"], ["py"])]
 
 
-def test_every_python_block_in_the_docs_is_an_included_tested_file():
+def marked_python_blocks(text: str) -> list[tuple[str | None, str]]:
+    """(the example file the marker line before it names, or None; the body) per python block."""
+    out = []
+    for m in FENCE.finditer(text):
+        if m["info"].strip().split(" ")[:1] not in (["python"], ["py"]):
+            continue
+        before = text[: m.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        marker = MARKER.match(before)
+        out.append((marker[1] if marker else None, m["body"]))
+    return out
+
+
+def test_every_python_block_in_the_docs_is_a_tested_file_as_it_is():
+    # Pages read as Markdown on a forge too, where an include line would show as
+    # itself (issue 31): each example is inlined, and must equal the file the tests run.
     tested = {*RUN_HERE, WRITER, *ELSEWHERE}
     pages = sorted(DOCS.rglob("*.md"))
     assert pages, "no pages under docs/"
-    problems = []
+    problems, shown = [], set()
     for page in pages:
-        for body in python_blocks(page.read_text(encoding="utf-8")):
-            lines = [line for line in body.splitlines() if line.strip()]
-            included = [INCLUDE.match(line) for line in lines]
-            if not lines or not all(included):
-                problems.append(f"{page.relative_to(REPO_ROOT)}: a python block that is not an included file:\n{body}")
-                continue
-            problems += [f"{page.relative_to(REPO_ROOT)}: includes {m[1]}, which no test runs"
-                         for m in included if m and m[1] not in tested]
+        where = page.relative_to(REPO_ROOT)
+        for example, body in marked_python_blocks(page.read_text(encoding="utf-8")):
+            if example is None:
+                problems.append(f"{where}: a python block without the line naming its file before it:\n{body}")
+            elif example not in tested:
+                problems.append(f"{where}: shows {example}, which no test runs")
+            elif body != (REPO_ROOT / example).read_text(encoding="utf-8"):
+                problems.append(f"{where}: its copy of {example} differs from the file: copy the file in again")
+            else:
+                shown.add(example)
     assert not problems, "\n".join(problems)
+    assert shown, "no example found in the pages"
+
+
+def test_no_page_uses_include_lines():
+    for page in sorted(DOCS.rglob("*.md")):
+        for body in python_blocks(page.read_text(encoding="utf-8")):
+            assert not any(INCLUDE.match(line) for line in body.splitlines()), f"{page}: an include line"
 
 
 def test_every_example_file_is_run():

@@ -122,6 +122,13 @@ def test_library_page(client):
     assert ">fra<" in text and ">eng<" in text
 
 
+def test_library_page_counts_in_the_singular(fra_path, client):
+    # Issue 31: a library of one archive said "1 books".
+    assert '<p class="count">2 books</p>' in client.get("/").text
+    with TestClient(create_app([fra_path], threads=1)) as one:
+        assert '<p class="count">1 book</p>' in one.get("/").text
+
+
 def test_main_page_and_redirects(client):
     for url in (f"/content/{FRA}", f"/content/{FRA}/"):
         r = client.get(url, follow_redirects=False)

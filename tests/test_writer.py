@@ -168,7 +168,8 @@ def test_round_trip_metadata(sample):
     assert a.get_metadata("Source") == "str metadata \u00e9\u00e8".encode()
     assert a.get_metadata_item("X-Json").mimetype == "application/json"
     assert a.get_metadata_item("Title").mimetype == "text/plain;charset=UTF-8"
-    assert a.get_illustration_sizes() == {48}
+    with pytest.warns(DeprecationWarning, match="use get_illustration_infos"):
+        assert a.get_illustration_sizes() == {48}
     assert bytes(a.get_illustration_item(48).content) == png(48)
 
 

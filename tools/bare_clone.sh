@@ -5,7 +5,8 @@
 # suite must pass with nothing beside the clone; the tests that need the shared
 # archives are skipped, counted on one line (tests/conftest.py).
 #
-#   bash tools/bare_clone.sh [PYTEST ARGS]     env as for tools/test.sh (LIBZIM_C_SKIP_INSTALLED=1 ...)
+#   bash tools/bare_clone.sh [--wheel] [PYTEST ARGS]   env as for tools/test.sh (LIBZIM_C_WHEEL=1:
+#                                                      the installed-package stage too; .ci/run sets it)
 #
 # Note: tools/test.sh's bootstrap runs `pip install -e .` in the clone, which
 # re-points this interpreter's editable libzim install at the clone (deleted at

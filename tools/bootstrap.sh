@@ -51,10 +51,12 @@ sys.exit(not (s and s.origin and s.origin.startswith(sys.argv[1] + "/libzim/")))
 so=libzim/_libzim$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 if ! editable_here || [ -n "$(find setup.py pyproject.toml -newer "$so" 2>/dev/null)" ] || [ ! -e "$so" ]; then
     # No build isolation: the build needs only setuptools, installed just above.
+    echo "bootstrap: building the extension (compiles src/, about 40 s on 2 cores; longer on a busy machine)" >&2
     "$PY" -m pip install -q --disable-pip-version-check --no-build-isolation -e .
     step_done "libzim extension: built and installed editable"
 elif [ -n "$(find src -newer "$so" -type f | head -1)" ]; then
     # Sources changed, the install did not: rebuild in place, on every core.
+    echo "bootstrap: rebuilding the extension in place (sources changed; up to 40 s on 2 cores)" >&2
     "$PY" setup.py -q build_ext --inplace -j "$(nproc)" >/dev/null
     step_done "libzim extension: sources changed, rebuilt in place"
 else

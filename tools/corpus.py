@@ -28,13 +28,17 @@ __all__ = [
     "COMBINED_ARCHIVES",
     "debian_doc_html_dir",
     "package_version",
+    "page_references",
+    "archive_paths",
+    "missing_references",
     "DEFAULT_CACHE_DIR",
 ]
 
 DEFAULT_CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "libzim-c"
 
 # Bump when the way fixtures are built changes, so stale caches are not reused.
-_BUILD_FORMAT = 1
+# 2: symlinks followed wherever they point (python3-doc's jquery.js, underscore.js).
+_BUILD_FORMAT = 2
 
 _ILLUSTRATION = "_libzim_c_illustration_48.png"
 
@@ -68,41 +72,143 @@ def write_png(path: str | os.PathLike[str], size: int = 48) -> Path:
     return path
 
 
-def _copy_tree(src: Path, dst: Path) -> None:
-    # Debian doc trees contain symlinks into /usr/share/javascript (sometimes
-    # dangling when the target package is absent); zimwriterfs would store a
-    # link it cannot resolve, so materialise real files and drop dangling ones.
-    shutil.copytree(src, dst, symlinks=False, ignore_dangling_symlinks=True)
+def _copy_tree(src: Path, dst: Path, skip: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """Materialise ``src`` at ``dst`` with every symlink followed, as hard links (copies
+    across filesystems); returns (path in the tree, why) for each file left out.
 
-
-def _link_tree(src: Path, dst: Path, skip: tuple[str, ...] = ()) -> None:
-    """Materialise ``src`` at ``dst`` as hard links (copies across filesystems).
-
-    Unlike _copy_tree, relative symlinks are resolved against their own
-    directory: Python 3.11's copytree tests a link's target relative to the
-    current directory, so with ignore_dangling_symlinks it silently dropped
-    openjdk-17-doc's whole api/ (a relative link to ../openjdk-17-jre-headless).
-    Hard links cost no time or disk for the 870 MB of the combined archive.
+    Debian's doc trees link into other packages: python3-doc's _static/jquery.js
+    and underscore.js point into /usr/share/javascript, openjdk-17-doc's api/ to
+    ../openjdk-17-jre-headless. zimwriterfs stores a symlink as nothing useful, so
+    each link becomes the file or tree it points to, wherever that is. A relative
+    link resolves against its own directory: Python 3.11's copytree tested it
+    against the current directory, and with ignore_dangling_symlinks silently
+    dropped python3-doc's scripts (the served pages lost their sidebar layout)
+    and openjdk-17-doc's whole api/. Left out, and returned: dangling links, a
+    link back to a directory it is inside (a loop), anything but files and
+    directories; and the top-level names in ``skip``. Hard links cost no time or
+    disk for the 870 MB of the combined archive; nothing here writes into them.
     """
-    seen: set[str] = set()
-    for root, dirs, files in os.walk(src, followlinks=True):
-        real_root = os.path.realpath(root)
-        if real_root in seen:  # a symlink loop, or the same tree twice
-            dirs[:] = []
-            continue
-        seen.add(real_root)
-        out = dst / os.path.relpath(root, src)
-        out.mkdir(parents=True, exist_ok=True)
-        for name in files:
-            if root == str(src) and name in skip:
+    left_out: list[tuple[str, str]] = []
+
+    def walk(real_dir: str, rel: str, ancestors: frozenset[str]) -> None:
+        (dst / rel).mkdir(parents=True, exist_ok=True)
+        for entry in sorted(os.scandir(real_dir), key=lambda e: e.name):
+            name = f"{rel}/{entry.name}" if rel else entry.name
+            if not rel and entry.name in skip:
                 continue
-            real = os.path.realpath(os.path.join(root, name))
-            if not os.path.isfile(real):
-                continue  # dangling
-            try:
-                os.link(real, out / name)
-            except OSError:
-                shutil.copy2(real, out / name)
+            real = os.path.realpath(entry.path)  # relative links resolve against real_dir
+            if os.path.isdir(real):
+                if real in ancestors:
+                    left_out.append((name, f"a symlink back to its own parent {real} (a loop)"))
+                else:
+                    walk(real, name, ancestors | {real})
+            elif os.path.isfile(real):
+                try:
+                    os.link(real, dst / name)
+                except OSError:
+                    shutil.copy2(real, dst / name)
+            elif entry.is_symlink():
+                left_out.append((name, f"a dangling symlink to {os.readlink(entry.path)}"))
+            else:
+                left_out.append((name, "not a regular file"))
+
+    top = os.path.realpath(src)
+    walk(top, "", frozenset({top}))
+    return left_out
+
+
+_link_tree = _copy_tree  # the name bench/ and older code use
+
+
+# href= and src= values in a page's tags (quoted or not), as bytes: a regex, not an
+# HTML parser, for speed (python3-doc's 530 pages: 6.5 s on a 2-core machine at load 20).
+# Only inside tags: a code sample's escaped "href=&quot;x&quot;" is text. One per tag
+# (the first href or src): no element the pages use needs both.
+_REFERENCE = re.compile(rb"""<[A-Za-z][^>]*?\s(?:href|src)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""", re.I)
+
+
+def page_references(tree: Path) -> dict[str, set[str]]:
+    """Every same-origin file a page of ``tree`` references (its links and the
+    ``src`` of its scripts, images, frames), as a path relative to the tree,
+    mapped to the pages that reference it.
+
+    Same-origin: no scheme, no host, not only a fragment. A path that leaves
+    the tree (``../`` past its root, or starting with ``/``) is kept as it is
+    written, prefixed with ``/`` or ``../``, so the report can say why it cannot
+    be in the archive.
+    """
+    from html import unescape
+    from urllib.parse import unquote, urlsplit
+
+    refs: dict[str, set[str]] = {}
+    for page in sorted(tree.rglob("*.htm*")):
+        if page.suffix.lower() not in (".html", ".htm") or not page.is_file():
+            continue
+        page_rel = page.relative_to(tree).as_posix()
+        for m in _REFERENCE.finditer(page.read_bytes()):
+            raw = unescape((m.group(1) or m.group(2) or m.group(3) or b"").decode("utf-8", "replace")).strip()
+            parts = urlsplit(raw)
+            if parts.scheme or parts.netloc or not parts.path:
+                continue  # another origin, mailto:/javascript:/data:, or a fragment of this page
+            path = unquote(parts.path)
+            if path.startswith("/"):
+                target = path
+            else:
+                target = os.path.normpath(os.path.join(os.path.dirname(page_rel), path)).replace(os.sep, "/")
+                if target == "." or path.endswith("/"):
+                    target = f"{target}/index.html" if target != "." else "index.html"
+            refs.setdefault(target, set()).add(page_rel)
+    return refs
+
+
+def archive_paths(zim: Path) -> set[str]:
+    """The paths of an archive's entries (zimdump list, from zim-tools like zimwriterfs)."""
+    exe = shutil.which("zimdump")
+    if exe is None:
+        raise RuntimeError("zimdump not found; install it with: apt-get install -y zim-tools")
+    proc = subprocess.run([exe, "list", str(zim)], capture_output=True, text=True, errors="replace")
+    if proc.returncode != 0:
+        raise RuntimeError(f"zimdump list {zim} failed (exit {proc.returncode}): {proc.stderr.strip()[-500:]}")
+    return set(proc.stdout.splitlines())
+
+
+def missing_references(tree: Path, in_archive: set[str],
+                       left_out: list[tuple[str, str]] = ()) -> list[tuple[str, str, str]]:
+    """(referenced path, a page referencing it, why it is missing) for every file the
+    pages of ``tree`` reference that ``in_archive`` lacks, sorted by path."""
+    dropped = dict(left_out)
+    missing = []
+    for target, pages in sorted(page_references(tree).items()):
+        if target in in_archive:
+            continue
+        if target.startswith("/"):
+            why = "an absolute path: a ZIM has no server root to resolve it against"
+        elif target.startswith("../") or target == "..":
+            why = "outside the tree the archive is built from"
+        elif target in dropped:
+            why = f"left out of the tree: {dropped[target]}"
+        elif (tree / target).is_file():
+            why = "in the tree, but zimwriterfs did not store it"
+        elif (tree / target).is_dir():
+            why = "a directory without index.html"
+        else:
+            why = "not in the tree (the source never had it)"
+        missing.append((target, min(pages), why))
+    return missing
+
+
+def _report_missing(out: Path, missing: list[tuple[str, str, str]]) -> Path:
+    """Write the missing references beside the archive (NAME.zim.missing.txt, one per
+    line); one line on stderr says how many and where."""
+    import sys
+
+    report = out.with_name(out.name + ".missing.txt")
+    lines = [f"{target}\treferenced by {page}\t{why}" for target, page, why in missing]
+    report.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
+    if missing:
+        sys.stderr.write(f"corpus: {out.name}: {len(missing)} referenced files are not in the archive "
+                         f"(first: {missing[0][0]}: {missing[0][2]}); all in {report}\n")
+    return report
 
 
 def build_zim_from_dir(
@@ -123,6 +229,10 @@ def build_zim_from_dir(
 
     The output only appears once complete (written under a temporary name, then
     renamed), so an interrupted build never leaves a truncated ZIM in a cache.
+    Symlinks in ``src_dir`` are followed (see _copy_tree). Every file the pages
+    reference is checked for in the archive: the ones missing, with the reason,
+    go to ``NAME.zim.missing.txt`` beside it (empty when none), and one line on
+    stderr says how many.
     """
     src = Path(src_dir)
     if not src.is_dir():
@@ -136,7 +246,9 @@ def build_zim_from_dir(
 
 def _build(fill, out_path, *, title, welcome, language, description, fulltext, name,
            creator, publisher, threads) -> Path:
-    """Let ``fill(tree)`` create the HTML tree in a temporary directory, then pack it."""
+    """Let ``fill(tree)`` create the HTML tree in a temporary directory (returning what it
+    left out, as _copy_tree does), pack it, and report the pages' references the archive
+    lacks (_report_missing)."""
     out = Path(out_path)
     exe = shutil.which("zimwriterfs")
     if exe is None:
@@ -145,7 +257,7 @@ def _build(fill, out_path, *, title, welcome, language, description, fulltext, n
 
     with tempfile.TemporaryDirectory(prefix="libzim-c-corpus-", dir=out.parent) as tmp:
         tree = Path(tmp) / "html"
-        fill(tree)
+        left_out = fill(tree)
         write_png(tree / _ILLUSTRATION)
         # zimwriterfs refuses to overwrite and derives nothing from the name,
         # so a temporary name in the same directory makes the rename atomic.
@@ -174,6 +286,7 @@ def _build(fill, out_path, *, title, welcome, language, description, fulltext, n
                 f"stderr:\n{proc.stderr.strip()[-4000:]}\n"
                 f"stdout (tail):\n{proc.stdout.strip()[-2000:]}"
             )
+        _report_missing(out, missing_references(tree, archive_paths(tmp_out), left_out))
         os.replace(tmp_out, out)
     return out
 
@@ -272,11 +385,16 @@ def ensure_debian_doc_zim(
     cache_dir: str | os.PathLike[str] | None = None,
     *,
     install: bool = False,
+    announce=None,
 ) -> Path:
     """Return a full-text-indexed ZIM of a Debian documentation package, building it if needed.
 
     Cached by package version, so upgrading the package rebuilds the fixture.
+    ``announce(line)``, when given, is told before a long step (an apt-get
+    install, a build) what it is and roughly how long it takes.
     """
+    if announce is not None and package_version(package) is None and install:
+        announce(f"installing the Debian package {package} (apt-get; a minute or so)")
     version = _installed_version(package, install)
     html, owner = debian_doc_html_dir(package)
     owner_version = package_version(owner) or version
@@ -288,6 +406,9 @@ def ensure_debian_doc_zim(
 
     welcome = _welcome_in(html)
     assert welcome is not None  # debian_doc_html_dir only returns dirs that have one
+    if announce is not None:
+        announce(f"building {out} from {html} with zimwriterfs, once (about a minute on 2 idle "
+                 "cores, a few on a busy machine; the full-text index is most of it)")
     return build_zim_from_dir(
         html,
         out,
@@ -454,12 +575,14 @@ def build_combined_zim(parts, out_path, *, title: str, name: str, description: s
     under its name; a generated index.html, the main page, links the welcome
     pages.  Broken HTML redirects are repaired (see _fix_meta_refreshes).
     """
-    def fill(tree: Path) -> None:
+    def fill(tree: Path) -> list[tuple[str, str]]:
         tree.mkdir()
+        left_out = []
         for prefix, html, _welcome, _what in parts:
-            _link_tree(Path(html), tree / prefix, _PACKAGING_FILES)
+            left_out += [(f"{prefix}/{name}", why) for name, why in _copy_tree(Path(html), tree / prefix, _PACKAGING_FILES)]
         _write_main_page(tree, title, parts)
         _fix_meta_refreshes(tree)
+        return left_out
 
     return _build(
         fill,

@@ -10,7 +10,8 @@
 #      DEB13_MIRROR Debian mirror (default http://deb.debian.org/debian)
 #      DEB13_FRESH=1 delete the tree first (from-scratch run, as on CI)
 #      DEB13_WORKTREE=1 copy the work tree (uncommitted edits too) instead of HEAD
-#      LIBZIM_C_SKIP_INSTALLED=1 passed on to tools/test.sh (skips its sdist/wheel stage)
+#      LIBZIM_C_WHEEL=1 passed on to tools/test.sh (runs its sdist/wheel stage too;
+#                   LIBZIM_C_SKIP_INSTALLED=1, also passed on, turns it off)
 #      LIBZIM_C_TEST_DATA (or ZIM_TESTING_SUITE) the zim-testing-suite data to copy in
 #                   (default ../shared/zim-testing-suite); inside, the tests find it at
 #                   ../shared/zim-testing-suite and require it (LIBZIM_C_REQUIRE_TEST_DATA=1)
@@ -81,6 +82,7 @@ unshare --mount --propagation private bash -c '
     mount -t proc proc "$root/proc"
     mount --rbind /dev "$root/dev"
     exec chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-        LIBZIM_C_SKIP_INSTALLED="${LIBZIM_C_SKIP_INSTALLED:-}" LIBZIM_C_REQUIRE_TEST_DATA=1 \
+        LIBZIM_C_WHEEL="${LIBZIM_C_WHEEL:-}" LIBZIM_C_SKIP_INSTALLED="${LIBZIM_C_SKIP_INSTALLED:-}" \
+        LIBZIM_C_REQUIRE_TEST_DATA=1 \
         bash -c "$0" bash "$@"
 ' "$inner" "$ROOT" "$@"

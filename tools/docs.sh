@@ -4,7 +4,8 @@
 # broken links between pages or to headings, a missing included example, a page
 # left out of the navigation), then checks that every public name is in the
 # generated API reference with a docstring (tools/docs_check.py).
-#   bash tools/docs.sh [SITE_DIR]      default: a tmp dir, removed at exit
+#   bash tools/docs.sh [SITE_DIR]      default: site/ in the checkout (git-ignored), kept
+# It ends by printing where the site is and how to open it.
 # The reference is generated from the checkout's libzim (stubs + the built
 # extension's docstrings): it is built in place first if it is not.
 set -euo pipefail
@@ -25,16 +26,14 @@ fi
 
 checkout_built() { (cd /tmp && "$PY" -c 'import sys, libzim._libzim as m; sys.exit(not m.__file__.startswith(sys.argv[1]))' "$root/libzim/"); }
 if ! checkout_built 2>/dev/null; then
+    echo "docs.sh: building the extension first (the reference reads its docstrings; about 40 s on 2 cores)" >&2
     step "build the extension in place (setup.py build_ext --inplace)" "$PY" setup.py build_ext --inplace -q
 fi
 
-if [ $# -ge 1 ]; then
-    site=$1
-else
-    site=$(mktemp -d /tmp/libzim-c-docs.XXXXXX)
-    trap 'rm -rf "$site"' EXIT
-fi
+site=$(realpath -m "${1:-$root/site}")
 # Not -q: mkdocs counts strict-mode warnings only among the messages it logs.
 build() { "$PY" -m mkdocs build --strict --site-dir "$site" 2>&1 | grep -v '^INFO' || true; test "${PIPESTATUS[0]}" -eq 0; }
 step "mkdocs build --strict (into $site)" build
 step "docs_check: public names in the reference, cited tests" "$PY" tools/docs_check.py "$site"
+echo "docs.sh: the site is in $site: open $site/index.html, or serve it with" \
+    "python3 -m http.server -d $site 8000 (then http://127.0.0.1:8000/), or live-edit with python3 -m mkdocs serve"

@@ -82,11 +82,17 @@ def print_results(query: str, estimated: int, results: list[dict[str, Any]], n_a
             print(wrap(render_snippet(r["snippet"], bold), pad, bold))
 
 
+def check_limit(limit: int) -> None:
+    """A usage error for a --limit under 1: zero results would print as "no results" for a query
+    that has matches."""
+    if limit < 1:
+        raise CLIError(f"--limit must be >= 1, not {limit}", 2)
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     """``zim search``: search one or more archives, optionally from several threads comparing every
     answer with the first; returns the exit status."""
-    if args.limit < 0:
-        raise CLIError("--limit must be >= 0", 2)
+    check_limit(args.limit)
     if args.threads < 1:
         raise CLIError("--threads must be >= 1", 2)
     repeat = args.repeat if args.repeat is not None else (1 if args.threads == 1 else 20 * args.threads)
@@ -142,8 +148,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_suggest(args: argparse.Namespace) -> int:
     """``zim suggest``: print title suggestions for a query from one archive; returns the exit status."""
-    if args.limit < 0:
-        raise CLIError("--limit must be >= 0", 2)
+    check_limit(args.limit)
     archive = open_archive(args.archive)
     try:
         s = SuggestionSearcher(archive).suggest(args.query)

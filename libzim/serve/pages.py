@@ -92,6 +92,11 @@ def error_page(status: int, title: str, message: str, root: str = "") -> str:
                         f"<p><a href=\"{home}\">Go to the library</a></p>")
 
 
+def plural(n: int, noun: str) -> str:
+    """``1 book``, ``2 books``, ``1,024 articles``."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def library_page(books: Sequence[Book], root: str = "") -> str:
     """The HTML library page at ``/``: a card per book (illustration, title,
     description, language, article count) and the search box with
@@ -109,7 +114,7 @@ def library_page(books: Sequence[Book], root: str = "") -> str:
             f"<a class=\"title\" href=\"{esc(link)}\">{esc(b.title)}</a>"
             f"<div class=\"desc\">{esc(b.description)}</div>"
             f"<div class=\"meta\"><span class=\"language\">{esc(b.language)}</span> · "
-            f"<span class=\"articles\">{b.article_count:,} articles</span></div></div>"
+            f"<span class=\"articles\">{plural(b.article_count, 'article')}</span></div></div>"
         )
     options = "".join(f"<option value=\"{esc(b.name)}\">{esc(b.title)}</option>" for b in books)
     form = (
@@ -120,7 +125,7 @@ def library_page(books: Sequence[Book], root: str = "") -> str:
         "aria-label=\"Search\" placeholder=\"Search\"> <button type=\"submit\">Search</button>"
         "<div id=\"suggestions\"></div></form>"
     )
-    body = (f"<h1>Library</h1>\n{form}\n<p class=\"count\">{len(books)} books</p>\n"
+    body = (f"<h1>Library</h1>\n{form}\n<p class=\"count\">{plural(len(books), 'book')}</p>\n"
             f"<div class=\"books\">{''.join(cards)}</div>\n<script>{_SUGGEST_JS}</script>")
     return _page("Welcome to Kiwix Server", body)
 
