@@ -8,6 +8,7 @@ needs them (a section, the headings of a cut article, the links).
 
 from __future__ import annotations
 
+import bisect
 import html
 import re
 from dataclasses import dataclass
@@ -53,20 +54,28 @@ def headings(page: str) -> list[Heading]:
 def locate_headings(text: str, found: list[Heading]) -> list[tuple[Heading, int]]:
     """Each heading found as a line of ``text`` (in order, each after the last),
     with the character offset where that line starts; headings the text lacks
-    (dropped as navigation) are left out."""
-    starts = [0]
-    lines = text.split("\n")
-    for line in lines[:-1]:
-        starts.append(starts[-1] + len(line) + 1)
+    (dropped as navigation) are left out. One pass over the lines, then a
+    binary search per heading: a long page with hundreds of headings stays cheap."""
+    at: dict[str, list[int]] = {}
+    starts: list[int] = []
+    pos = 0
+    for j, line in enumerate(text.split("\n")):
+        starts.append(pos)
+        pos += len(line) + 1
+        at.setdefault(line.strip(), []).append(j)
     out: list[tuple[Heading, int]] = []
     i = 0
     for h in found:
-        for j in range(i, len(lines)):
-            line = lines[j].strip()
-            if line == h.line or line == h.title:
-                out.append((h, starts[j]))
-                i = j + 1
-                break
+        best = None
+        for key in {h.line, h.title}:
+            rows = at.get(key)
+            if rows:
+                k = bisect.bisect_left(rows, i)
+                if k < len(rows) and (best is None or rows[k] < best):
+                    best = rows[k]
+        if best is not None:
+            out.append((h, starts[best]))
+            i = best + 1
     return out
 
 
