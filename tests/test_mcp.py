@@ -19,15 +19,14 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mcp", reason="the mcp extra (requirements-test.txt installs it)")
+# The SDK is a test requirement (requirements-test.txt): without it collection stops here.
+import anyio  # the SDK's dependency
+import httpx2  # the SDK's HTTP client
+from mcp import Client, StdioServerParameters
 
-import anyio  # noqa: E402  (the SDK's dependency)
-import httpx2  # noqa: E402
-from mcp import Client, StdioServerParameters  # noqa: E402
-
-from conftest import child_python  # noqa: E402
-from libzim import writer  # noqa: E402
-from libzim.mcp import Catalogue, ToolInputError, Tools  # noqa: E402
+from conftest import child_python
+from libzim import writer
+from libzim.mcp import Catalogue, ToolInputError, Tools
 
 TIMEOUT = 60  # seconds any one session may take (bounded: a hang fails the test)
 
