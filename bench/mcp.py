@@ -293,8 +293,26 @@ def render(all_res: list[dict[str, Any]]) -> str:
         lines += ["", "| tool list | tools | characters | tokens |", "|---|---:|---:|---:|"]
         for n, t in r["tool_list"].items():
             lines.append(f"| {n} | {t['tools']} | {t['chars']:,} | {t['tokens']:,} ({t['counted_with']}) |")
-        lines.append("")
+        lines += ["", *goals(r), ""]
     return "\n".join(lines)
+
+
+def goals(r: dict[str, Any]) -> list[str]:
+    """Issue 29's goals, met or not, in this run."""
+    lat, q, sn, tl = r["latency"], r["quality"]["ours"], r["snippets"]["ours"], r["tool_list"]
+    ratio = {t: lat[t]["openzim-mcp"]["p50_ms"] / lat[t]["ours"]["p50_ms"] for t in ("search", "read")}
+    share = tl["ours"]["tokens"] / tl["openzim-mcp"]["tokens"]
+
+    def met(ok: bool) -> str:
+        return "met" if ok else "**not met**"
+    return ["Goals (issue 29):", "",
+            f"- search at least 50x faster at p50: {ratio['search']:.0f}x, {met(ratio['search'] >= 50)}",
+            f"- read at least 50x faster at p50: {ratio['read']:.0f}x, {met(ratio['read'] >= 50)}",
+            f"- text recall >= 0.97: median {q['recall_median']:.3f}, 10th percentile {q['recall_p10']:.3f}, "
+            f"{met(q['recall_p10'] >= 0.97)}",
+            f"- every snippet holds a query word: {sn['with_query_word']} / {sn['snippets']}, "
+            f"{met(sn['with_query_word'] == sn['snippets'])}",
+            f"- tool list under a quarter of openzim-mcp's tokens: {share:.1%}, {met(share < 0.25)}"]
 
 
 async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -325,9 +343,10 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--peer-venv", type=Path, default=CACHE / "openzim-mcp-3.4.0")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "mcp")
+    ap.add_argument("--render", type=Path, metavar="JSON", help="only write the report of an earlier run's JSON")
     args = ap.parse_args()
     args.zim = args.zim or [DEFAULT_ZIM]
-    res = anyio.run(main_async, args)
+    res = json.loads(args.render.read_text()) if args.render else anyio.run(main_async, args)
     args.out.with_suffix(".json").write_text(json.dumps(res, indent=1) + "\n")
     args.out.with_suffix(".md").write_text(render(res))
     print(render(res))
