@@ -53,6 +53,7 @@ MODULES = {
     "libzim.writer": "writer",
     "libzim.dask": "dask",
     "libzim.serve": "serve",
+    "libzim.mcp": "mcp",
 }
 TEST_CITATION = re.compile(r"tests/([\w/]+\.py)::(\w+)")
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import libzim
 
-from . import bench, check, demo, get, info, search, serve
+from . import bench, check, demo, get, info, mcp, search, serve
 from .errors import PROG, CLIError
 
 
@@ -49,4 +49,5 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_parser(sub)
     demo.add_parser(sub)
     serve.add_parser(sub)
+    mcp.add_parser(sub)
     return parser
