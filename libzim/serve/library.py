@@ -72,7 +72,9 @@ class Book:
     archives, which ``--downloads`` cannot serve). ``meta_name`` is the
     archive's ``Name`` (OPDS ``<name>``), ``category`` its ``_category:`` tag,
     ``size`` its size in bytes; a library file may set these, ``url`` and a
-    ``favicon``.
+    ``favicon``. ``path`` is the path it was opened from, ``archive_uuid`` the
+    archive's own UUID (ETags: a library file may give the book another id),
+    ``stamp`` the file as opened (realpath, mtime, inode), which reloads compare.
     """
 
     name: str
