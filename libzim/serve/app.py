@@ -36,6 +36,7 @@ from libzim import ZimError
 
 from . import pages
 from .library import Book, Library, resolve
+from .viewer import ViewerOptions, viewer_routes
 
 __all__ = ["create_app", "Limits"]
 
@@ -640,6 +641,7 @@ def create_app(paths: Iterable[str | os.PathLike[str]] | Library, *, threads: in
 
     routes = [
         Route("/", server.home, methods=["GET", "HEAD"]),
+        *viewer_routes(lambda: list(lib.books.values()), lambda: app.state.viewer_options),
         Route("/search", server.search, methods=["GET", "HEAD"]),
         Route("/suggest", server.suggest, methods=["GET", "HEAD"]),
         Route("/random", server.random, methods=["GET", "HEAD"]),
@@ -659,6 +661,7 @@ def create_app(paths: Iterable[str | os.PathLike[str]] | Library, *, threads: in
                     exception_handlers={HTTPError: on_http_error, HTTPException: on_http_error,
                                         Exception: on_http_error})
     app.state.server = server
+    app.state.viewer_options = ViewerOptions()
     app.add_middleware(_Guard, limits=lim)
     return app
 
