@@ -83,19 +83,27 @@ VIEWER_JS = r"""
   function setBook(name) {
     if (name === currentBook) return;
     currentBook = name;
-    if (home) home.hidden = !name;
-    if (random) random.hidden = !name;
-    if (bookField) bookField.disabled = !name;  // no book: the search covers every book
-    if (!name) { showTitle(null); return; }
-    if (home) home.href = CONTENT + enc(name) + '/';
-    if (random) random.href = ROOT + '/random?content=' + enc(name);
-    if (bookField) bookField.value = name;
-    if (titles[name] !== undefined) { showTitle(titles[name]); return; }
-    showTitle(name);
+    if (!name) { showBook(null); return; }
+    if (titles[name] !== undefined) { showBook(name); return; }
+    showBook(null);
     fetch(ROOT + '/raw/' + enc(name) + '/meta/Title')
-      .then(function (r) { return r.ok ? r.text() : name; })
-      .then(function (t) { titles[name] = t.trim() || name; if (currentBook === name) showTitle(titles[name]); })
+      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (t) { titles[name] = t === null ? null : t.trim() || name; if (currentBook === name) showBook(name); })
       .catch(function () {});
+  }
+
+  function showBook(name) {
+    // The book's buttons for a book the library has; none (and a search of every book) otherwise.
+    var title = name ? titles[name] : null;
+    if (home) home.hidden = !title;
+    if (random) random.hidden = !title;
+    if (bookField) bookField.disabled = !title;
+    if (title) {
+      if (home) home.href = CONTENT + enc(name) + '/';
+      if (random) random.href = ROOT + '/random?content=' + enc(name);
+      if (bookField) bookField.value = name;
+    }
+    showTitle(title);
   }
 
   function showTitle(title) {
@@ -245,7 +253,7 @@ VIEWER_JS = r"""
 
   function suggest() {
     var term = box.value, book = currentBook, mine = ++seq;
-    if (!term.trim() || !book) { closeSuggestions(); return; }
+    if (!term.trim() || !book || !titles[book]) { closeSuggestions(); return; }
     fetch(ROOT + '/suggest?content=' + enc(book) + '&term=' + enc(term) + '&count=10')
       .then(function (r) { return r.ok ? r.json() : []; })
       .then(function (rows) { if (mine === seq && document.activeElement === box) render(rows, book, term); })
@@ -280,7 +288,7 @@ VIEWER_JS = r"""
 
   function move(step) {
     if (active >= 0) items[active].setAttribute('aria-selected', 'false');
-    active = (active + step + items.length + 1) % (items.length + 1) - 1;  // -1: back in the box
+    active = (active + 1 + step + items.length + 1) % (items.length + 1) - 1;  // -1: back in the box
     if (active < 0) { box.removeAttribute('aria-activedescendant'); return; }
     items[active].setAttribute('aria-selected', 'true');
     box.setAttribute('aria-activedescendant', items[active].id);
