@@ -45,16 +45,16 @@ MODULES = [
     "libzim.writer",
     "libzim.dask",
     "libzim.serve",
-    "libzim.serve.app",
-    "libzim.serve.library",
-    "libzim.serve.pages",
+    *sorted(f"libzim.serve.{m.name}" for m in pkgutil.iter_modules([str(PACKAGE / "serve")])),
     "libzim.__main__",
     "libzim.cli",
     *sorted(f"libzim.cli.{m.name}" for m in pkgutil.iter_modules([str(PACKAGE / "cli")])),
 ]
 # Optional dependencies: without them the module cannot be imported, so it is
 # skipped with the reason (the default test environment has them all).
-NEEDS = {"libzim.dask": "distributed", "libzim.serve": "starlette", "libzim.serve.app": "starlette"}
+NEEDS = {"libzim.dask": "distributed", "libzim.serve": "starlette",
+         **{f"libzim.serve.{m.name}": "starlette" for m in pkgutil.iter_modules([str(PACKAGE / "serve")])
+            if m.name not in ("library", "pages", "protocol")}}
 
 # Methods a class may define that help() lists and a reader calls by protocol.
 PROTOCOL = {"__enter__", "__exit__", "__iter__", "__next__", "__length_hint__", "__len__", "__getitem__"}

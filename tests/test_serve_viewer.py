@@ -23,7 +23,7 @@ from starlette.testclient import TestClient  # noqa: E402
 from corpus import write_png  # noqa: E402
 from libzim import writer  # noqa: E402
 from libzim.serve import create_app  # noqa: E402
-from libzim.serve.viewer import PAGE_CSP, VIEWER_CSP, ViewerOptions, linkable, viewer_url  # noqa: E402
+from libzim.serve.viewer import PAGE_CSP, VIEWER_CSP, linkable, viewer_url  # noqa: E402
 
 from search_fixtures import zim_noindex_path  # noqa: E402,F401
 from writer_support import TextItem  # noqa: E402
@@ -82,15 +82,9 @@ def client(app):
         yield c
 
 
-def with_options(app, **kw):
-    app.state.viewer_options = ViewerOptions(**kw)
-
-
-@pytest.fixture(autouse=True)
-def default_options(app):
-    with_options(app)
-    yield
-    with_options(app)
+def viewer_text(reader_path, **options) -> str:
+    with TestClient(create_app([reader_path], threads=1, **options)) as c:
+        return c.get("/viewer").text
 
 
 # -- the viewer -------------------------------------------------------------------
@@ -131,19 +125,17 @@ def test_viewer_csp_allows_no_more_than_needed():
     ({"search_bar": False, "library_button": False}, ['id="zv-q"', 'id="zv-library"'],
      ['id="zv-home"', 'id="zv-random"', 'id="zv-frame"']),
 ])
-def test_toolbar_parts_hidden_by_the_options(app, client, opts, absent, present):
-    with_options(app, **opts)
-    t = client.get("/viewer").text
+def test_toolbar_parts_hidden_by_the_options(reader_path, opts, absent, present):
+    t = viewer_text(reader_path, **opts)
     for part in absent:
         assert part not in t, part
     for part in present:
         assert part in t, part
 
 
-def test_block_external_setting(app, client):
+def test_block_external_setting(reader_path, client):
     assert 'data-block-external="0"' in client.get("/viewer").text
-    with_options(app, block_external=True)
-    assert 'data-block-external="1"' in client.get("/viewer").text
+    assert 'data-block-external="1"' in viewer_text(reader_path, block_external=True)
 
 
 def test_assets(client):

@@ -52,7 +52,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # decoded clusters of a 50 MiB documentation archive were re-decoded on
     # most searches (CPU per snippet page 6.6 ms at 16 MiB, 2.8 ms at 64 MiB).
     set_cluster_cache_max_size((SERVE_CLUSTER_CACHE_MIB if args.cluster_cache is None else args.cluster_cache) << 20)
-    app = create_app(library, threads=threads, downloads=args.downloads)
+    app = create_app(library, threads=threads, downloads=args.downloads, search_bar=not args.nosearchbar,
+                     library_button=not args.nolibrarybutton, block_external=args.blockexternal)
     names = ", ".join(library.books)
     sys.stderr.write(f"{PROG}: serving {len(library.books)} book(s) ({names}) on http://{args.address}:{args.port}/ "
                      f"with {threads} worker threads, a {get_cluster_cache_max_size() >> 20} MiB cluster cache, "
@@ -102,4 +103,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                    help="HTTP parser: httptools (C; in the serve extra) or h11 (pure Python); "
                         "default auto: httptools when installed")
     p.add_argument("--no-access-log", action="store_true", help="do not log each request")
+    p.add_argument("-b", "--blockexternal", action="store_true",
+                   help="send links out of the archives through a warning page (/catch/external)")
+    p.add_argument("-m", "--nolibrarybutton", action="store_true", help="no library button in the reader's toolbar")
+    p.add_argument("-n", "--nosearchbar", action="store_true", help="no search bar in the reader's toolbar")
     p.set_defaults(func=cmd_serve)

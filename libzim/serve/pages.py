@@ -85,11 +85,12 @@ def _page(title: str, body: str) -> str:
     )
 
 
-def error_page(status: int, title: str, message: str) -> str:
+def error_page(status: int, title: str, message: str, root: str = "") -> str:
     """The HTML page of an error response: title and message, escaped, and a
-    link to the library (status is the caller's to send)."""
+    link to the library under ``root`` (status is the caller's to send)."""
+    home = esc(quote(root, safe="/") + "/")
     return _page(title, f"<h1>{esc(title)}</h1>\n<p class=\"message\">{esc(message)}</p>\n"
-                        "<p><a href=\"/\">Go to the library</a></p>")
+                        f"<p><a href=\"{home}\">Go to the library</a></p>")
 
 
 def library_page(books: Sequence[Book], root: str = "") -> str:

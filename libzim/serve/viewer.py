@@ -13,8 +13,7 @@ this server only; the plain pages run no script at all.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 from urllib.parse import quote, urlsplit
 
 from starlette.requests import Request
@@ -22,10 +21,11 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from . import pages
+from .core import GET, NO_CACHE, Options, Server, endpoint, root_of
 from .library import Book
 from .viewer_assets import ASSET_VERSION, VIEWER_CSS, VIEWER_JS
 
-__all__ = ["ViewerOptions", "viewer_page", "nojs_page", "catch_page", "viewer_url", "viewer_routes",
+__all__ = ["routes", "viewer_page", "nojs_page", "catch_page", "viewer_url", "linkable",
            "VIEWER_CSP", "PAGE_CSP"]
 
 # The viewer: its own script and stylesheet, fetches (/suggest, book titles) and
@@ -36,16 +36,6 @@ VIEWER_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 
 PAGE_CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; "
             "object-src 'none'; frame-ancestors 'self'")
 MAX_SOURCE_CHARS = 4096  # a longer /catch/external?source= is a 400, not a page
-
-
-@dataclass(frozen=True)
-class ViewerOptions:
-    """What the viewer's toolbar shows and whether external links are caught
-    (``zim serve``'s ``--nosearchbar``, ``--nolibrarybutton``, ``--blockexternal``)."""
-
-    search_bar: bool = True
-    library_button: bool = True
-    block_external: bool = False
 
 
 def viewer_url(book: str, path: str = "", root: str = "") -> str:
@@ -74,7 +64,7 @@ def _head(title: str, root: str, html_class: str = "") -> str:
             f'<link rel="stylesheet" href="{pages.esc(root)}/skin/viewer.css?v={ASSET_VERSION}">')
 
 
-def viewer_page(options: ViewerOptions, root: str = "") -> str:
+def viewer_page(options: Options, root: str = "") -> str:
     """The viewer's HTML: the toolbar's parts the options keep, an empty frame the
     script fills from the URL's hash, and a note for browsers without JavaScript."""
     r = pages.esc(quote(root, safe="/"))
@@ -174,10 +164,6 @@ def catch_page(source: str, root: str = "") -> str:
             '</main></body></html>\n')
 
 
-def _root(request: Request) -> str:
-    return str(request.scope.get("root_path", "")).rstrip("/")
-
-
 def _send(request: Request, body: str | bytes, mimetype: str, csp: str | None, cache: str,
           status: int = 200, etag: str | None = None) -> Response:
     data = body.encode("utf-8") if isinstance(body, str) else body
@@ -195,7 +181,6 @@ def _send(request: Request, body: str | bytes, mimetype: str, csp: str | None, c
     return r
 
 
-NO_CACHE = "no-cache, no-store, must-revalidate"
 _ASSETS = {
     "viewer.js": (VIEWER_JS.encode(), "application/javascript; charset=utf-8"),
     "viewer.css": (VIEWER_CSS.encode(), "text/css; charset=utf-8"),
@@ -203,51 +188,57 @@ _ASSETS = {
 
 
 def _error(request: Request, status: int, title: str, message: str) -> Response:
-    return _send(request, pages.error_page(status, title, message), "text/html; charset=utf-8", PAGE_CSP,
-                 NO_CACHE, status)
+    return _send(request, pages.error_page(status, title, message, root_of(request)), "text/html; charset=utf-8",
+                 PAGE_CSP, NO_CACHE, status)
 
 
-def viewer_routes(books: Callable[[], Sequence[Book]], options: Callable[[], ViewerOptions]) -> list[Route]:
-    """The routes of this module, over the library's current books and the options
-    (both read at each request, so a reloaded library or new options apply at once)."""
+async def viewer(server: Server, request: Request) -> Response:
+    """``/viewer``: one page for every book and article (the hash, which the server
+    never sees, says which)."""
+    return _send(request, viewer_page(server.options, root_of(request)), "text/html; charset=utf-8", VIEWER_CSP,
+                 NO_CACHE)
 
-    async def viewer(request: Request) -> Response:
-        return _send(request, viewer_page(options(), _root(request)), "text/html; charset=utf-8", VIEWER_CSP,
-                     NO_CACHE)
 
-    async def asset(request: Request) -> Response:
-        found = _ASSETS.get(request.path_params["name"])
-        if found is None:
-            return _error(request, 404, "Content not found", "No such file.")
-        data, mimetype = found
-        etag = '"' + hashlib.blake2b(data, digest_size=8).hexdigest() + '"'
-        return _send(request, data, mimetype, None, "max-age=31536000, public, immutable", etag=etag)
+async def asset(server: Server, request: Request) -> Response:
+    """``/skin/viewer.js``, ``/skin/viewer.css``: cached for good (the viewer names them by version)."""
+    found = _ASSETS.get(request.path_params["name"])
+    if found is None:
+        return _error(request, 404, "Content not found", "No such file.")
+    data, mimetype = found
+    etag = '"' + hashlib.blake2b(data, digest_size=8).hexdigest() + '"'
+    return _send(request, data, mimetype, None, "max-age=31536000, public, immutable", etag=etag)
 
-    async def nojs(request: Request) -> Response:
-        q = request.query_params
-        query, lang = q.get("q", ""), q.get("lang", "")
-        if len(query) > 1000 or len(lang) > 100:
-            return _error(request, 400, "Invalid request", "The filter is too long.")
-        every = sorted(books(), key=lambda b: (b.title.lower(), b.name))
-        shown = [b for b in every if (not lang or b.language in lang.split(","))
-                 and (not query.strip() or b.matches(query))]
-        return _send(request, nojs_page(every, shown, query, lang, _root(request)), "text/html; charset=utf-8",
-                     PAGE_CSP, NO_CACHE)
 
-    async def catch_external(request: Request) -> Response:
-        source = request.query_params.get("source", "")
-        if not source.strip():  # kiwix-serve: 404 without a source
-            return _error(request, 404, "Content not found", "No external link was given (source=...).")
-        if len(source) > MAX_SOURCE_CHARS:
-            return _error(request, 400, "Invalid request", f"The address is longer than {MAX_SOURCE_CHARS} characters.")
-        resp = _send(request, catch_page(source, _root(request)), "text/html; charset=utf-8", PAGE_CSP, NO_CACHE)
-        resp.headers["Referrer-Policy"] = "no-referrer"  # the site linked to does not learn where the reader was
-        return resp
+async def nojs(server: Server, request: Request) -> Response:
+    """``/nojs?q=WORDS&lang=LANG``: the library as plain HTML, filtered as the catalog is."""
+    q = request.query_params
+    query, lang = q.get("q", ""), q.get("lang", "")
+    if len(query) > server.limits.max_query_chars or len(lang) > 100:
+        return _error(request, 400, "Invalid request", "The filter is too long.")
+    every = sorted(server.library.books.values(), key=lambda b: (b.title.lower(), b.name))
+    shown = [b for b in every if (not lang or b.language in lang.split(","))
+             and (not query.strip() or b.matches(query))]
+    return _send(request, nojs_page(every, shown, query, lang, root_of(request)), "text/html; charset=utf-8",
+                 PAGE_CSP, NO_CACHE)
 
-    methods = ["GET", "HEAD"]
+
+async def catch_external(server: Server, request: Request) -> Response:
+    """``/catch/external?source=URL``: where ``-b`` sends a link out of the library."""
+    source = request.query_params.get("source", "")
+    if not source.strip():  # kiwix-serve: 404 without a source
+        return _error(request, 404, "Content not found", "No external link was given (source=...).")
+    if len(source) > MAX_SOURCE_CHARS:
+        return _error(request, 400, "Invalid request", f"The address is longer than {MAX_SOURCE_CHARS} characters.")
+    resp = _send(request, catch_page(source, root_of(request)), "text/html; charset=utf-8", PAGE_CSP, NO_CACHE)
+    resp.headers["Referrer-Policy"] = "no-referrer"  # the site linked to does not learn where the reader was
+    return resp
+
+
+def routes(server: Server) -> list[Route]:
+    """The reading routes: ``/viewer``, its ``/skin/`` files, ``/nojs``, ``/catch/external``."""
     return [
-        Route("/viewer", viewer, methods=methods),
-        Route("/skin/{name}", asset, methods=methods),
-        Route("/nojs", nojs, methods=methods),
-        Route("/catch/external", catch_external, methods=methods),
+        Route("/viewer", endpoint(server, viewer), methods=GET),
+        Route("/skin/{name}", endpoint(server, asset), methods=GET),
+        Route("/nojs", endpoint(server, nojs), methods=GET),
+        Route("/catch/external", endpoint(server, catch_external), methods=GET),
     ]

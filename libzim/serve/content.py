@@ -1,0 +1,279 @@
+"""Archive content: ``/content/BOOK/PATH`` (and kiwix-serve 3.3's ``/BOOK/PATH``),
+``/raw/BOOK/content|meta/...``, ``/random``, ``/download/BOOK.zim``; ETags,
+conditional requests and byte ranges."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid as uuidlib
+from typing import AsyncIterator
+from urllib.parse import quote
+
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from libzim import ZimError
+
+from .core import GET, HTTPError, Server, endpoint, error_response, join, redirect, root_of
+from .library import Book, resolve
+
+__all__ = ["parse_range", "parse_ranges", "routes", "send_bytes"]
+
+STREAM_ABOVE = 1 << 20  # content larger than this is sent in chunks from the binding's memoryview
+STREAM_CHUNK = 256 << 10
+MAX_RANGES = 16  # more ranges in one request: the whole content (200), as RFC 9110 allows
+CONTENT_CACHE = "max-age=2723040, public"  # what kiwix-serve 3.3 sends for archive content
+_MIME_OK = re.compile(r"^[A-Za-z0-9!#$&^_.+-]{1,64}/[A-Za-z0-9!#$&^_.+-]{1,64}( *;[ -~]{0,128})?$")
+
+
+def etag_of(*parts: str) -> str:
+    """A strong ETag for what ``parts`` name (book UUID first: a new archive, new tags)."""
+    key = "/".join(parts).encode("utf-8", "surrogatepass")
+    return '"' + hashlib.blake2b(key, digest_size=12).hexdigest() + '"'
+
+
+def _lookup(book: Book, path: str) -> str | tuple[bytes | memoryview, str, str]:
+    """The redirect target's path, or (content, mimetype, etag); raises HTTPError 404.
+    Large content stays the binding's memoryview (no copy): it is streamed in chunks."""
+    a = book.archive
+    try:
+        entry = a.get_entry_by_path(path)
+    except (KeyError, ValueError):  # EntryNotFoundError; paths libzim cannot hold (NUL, surrogates)
+        raise HTTPError(404, f"No entry {path} in {book.name}") from None
+    if entry.is_redirect:
+        try:
+            return resolve(entry).path
+        except LookupError:
+            raise HTTPError(404, f"{path} in {book.name} is a redirect loop") from None
+    item = entry.get_item()
+    view = item.content
+    content: bytes | memoryview = bytes(view) if len(view) <= STREAM_ABOVE else view
+    return content, item.mimetype, etag_of(book.uuid, path)
+
+
+async def content(server: Server, request: Request) -> Response:
+    """``/content/BOOK/PATH`` and ``/BOOK/PATH``: the entry, or a redirect to its target."""
+    return await _content(server, request, request.path_params["book"], request.path_params.get("path", ""))
+
+
+async def book_root(server: Server, request: Request) -> Response:
+    """``/content/BOOK`` and ``/BOOK``: a redirect to the main page."""
+    return await _content(server, request, request.path_params["book"], "")
+
+
+async def raw_content(server: Server, request: Request) -> Response:
+    """``/raw/BOOK/content/PATH``: the entry as it is (redirects stay under /raw)."""
+    return await _content(server, request, request.path_params["book"], request.path_params["path"], raw=True)
+
+
+async def _content(server: Server, request: Request, name: str, path: str, raw: bool = False) -> Response:
+    book = server.book(name)
+    qname = quote(name, safe="")
+    base = quote(root_of(request), safe="/")
+    prefix = f"{base}/raw/{qname}/content/" if raw else f"{base}/content/{qname}/"
+    if path == "":
+        if book.main_path is None:
+            raise HTTPError(404, f"{name} has no main page")
+        return redirect(join(prefix, book.main_path))
+    found = await server.run(_lookup, book, path)
+    if isinstance(found, str):
+        return redirect(join(prefix, found))
+    body, mimetype, etag = found
+    return send_bytes(request, body, mimetype, etag)
+
+
+def _meta(book: Book, name: str) -> tuple[bytes, str]:
+    try:
+        item = book.archive.get_metadata_item(name)
+        return bytes(item.content), item.mimetype
+    except (KeyError, ValueError):
+        raise HTTPError(404, f"No metadata {name} in {book.name}") from None
+
+
+async def raw_meta(server: Server, request: Request) -> Response:
+    """``/raw/BOOK/meta/NAME``: one metadata item."""
+    book = server.book(request.path_params["book"])
+    body, mimetype = await server.run(_meta, book, request.path_params["name"])
+    if mimetype.startswith("text/plain") or not mimetype:
+        mimetype = "text/plain;charset=UTF-8"
+    return send_bytes(request, body, mimetype, etag_of(book.uuid, "meta", request.path_params["name"]))
+
+
+async def random(server: Server, request: Request) -> Response:
+    """``/random?content=BOOK``: a redirect to a random article."""
+    book = server.book(request.query_params.get("content"))
+
+    def pick() -> str:
+        try:
+            return book.archive.get_random_entry().path
+        except (KeyError, ZimError):
+            raise HTTPError(404, f"{book.name} has no article to pick") from None
+
+    prefix = f"{quote(root_of(request), safe='/')}/content/{quote(book.name, safe='')}/"
+    return redirect(join(prefix, await server.run(pick)))
+
+
+async def download(server: Server, request: Request) -> Response:
+    """The book's .zim file (only with downloads on): Starlette's FileResponse, which
+    answers ranges (resumed downloads), HEAD and conditional requests itself and
+    reads the file in its worker threads, not ours."""
+    name = str(request.path_params["file"])
+    book = server.library.books.get(name.removesuffix(".zim")) if name.endswith(".zim") else None
+    if not server.options.downloads or book is None or book.file is None:
+        raise HTTPError(404, f"No download {name}")
+    return FileResponse(book.file, media_type="application/x-zim", filename=book.file.name,
+                        headers={"Cache-Control": "max-age=86400, public"})
+
+
+def send_bytes(request: Request, body: bytes | memoryview, mimetype: str, etag: str) -> Response:
+    """Content with its ETag: 304 when the client has it, 206/416 for ranges, else 200."""
+    if not _MIME_OK.match(mimetype):
+        mimetype = "application/octet-stream"
+    headers = {"ETag": etag, "Cache-Control": CONTENT_CACHE, "Accept-Ranges": "bytes"}
+    inm = request.headers.get("if-none-match")
+    if inm is not None and (inm.strip() == "*" or etag in [t.strip().removeprefix("W/") for t in inm.split(",")]):
+        return Response(status_code=304, headers=headers)
+    head = request.method == "HEAD"
+    rng = request.headers.get("range")
+    size = len(body)
+    if rng is not None and _range_applies(request, etag):
+        spans = parse_ranges(rng, size)
+        if spans == "unsatisfiable":
+            r = error_response(416, "The requested range is outside the content.", head, root_of(request))
+            r.headers["Content-Range"] = f"bytes */{size}"
+            return r
+        if isinstance(spans, list) and len(spans) == 1:
+            lo, hi = spans[0]
+            headers["Content-Range"] = f"bytes {lo}-{hi}/{size}"
+            return _bytes_response(body[lo:hi + 1], 206, mimetype, headers, head)
+        if isinstance(spans, list):
+            return _multipart_response(body, spans, mimetype, headers, head)
+    return _bytes_response(body, 200, mimetype, headers, head)
+
+
+def _range_applies(request: Request, etag: str) -> bool:
+    ir = request.headers.get("if-range")
+    return ir is None or ir.strip() == etag
+
+
+def _bytes_response(body: bytes | memoryview, status: int, mimetype: str, headers: dict[str, str],
+                    head: bool) -> Response:
+    # The archive's MIME type as it is: Starlette's media_type would add "; charset=utf-8"
+    # to text/*, overriding the charset an old archive's pages declare in their <meta>.
+    headers = {**headers, "Content-Type": mimetype, "Content-Length": str(len(body))}
+    if head:  # Content-Length: the size of the body a GET gets
+        return Response(b"", status_code=status, headers=headers)
+    if len(body) > STREAM_ABOVE:
+        view = body
+
+        async def chunks() -> AsyncIterator[bytes]:
+            # One chunk copied at a time, as the client takes them: a slow client
+            # holds a reference to the content, not a worker or a full copy.
+            for i in range(0, len(view), STREAM_CHUNK):
+                yield bytes(view[i:i + STREAM_CHUNK])
+
+        return StreamingResponse(chunks(), status_code=status, headers=headers)
+    return Response(bytes(body), status_code=status, headers=headers)
+
+
+def parse_range(spec: str, size: int) -> tuple[int, int] | str | None:
+    """One byte range (``A-B``, ``A-``, ``-N``, with or without the ``bytes=`` unit):
+    (first, last), "unsatisfiable", or None for bad syntax (then the whole header is
+    ignored: RFC 9110 lets a server answer with the whole content)."""
+    m = re.fullmatch(r"\s*(?:bytes\s*=)?\s*([0-9]{0,18})\s*-\s*([0-9]{0,18})\s*", spec)
+    if m is None:
+        return None
+    a, b = m.group(1), m.group(2)
+    if a == "" and b == "":
+        return None
+    if a == "":
+        n = int(b)
+        if n == 0 or size == 0:
+            return "unsatisfiable"
+        return max(0, size - n), size - 1
+    lo = int(a)
+    hi = size - 1 if b == "" else min(int(b), size - 1)
+    if b != "" and int(b) < lo:
+        return None
+    if lo >= size:
+        return "unsatisfiable"
+    return lo, hi
+
+
+def parse_ranges(header: str, size: int, max_ranges: int = MAX_RANGES) -> list[tuple[int, int]] | str | None:
+    """The ranges of a ``Range: bytes=...`` header, sorted, overlapping and adjacent ones
+    merged (RFC 9110 allows it; so no request gets a byte twice); "unsatisfiable" when
+    none is in the content; None to ignore the header (bad syntax, another unit, more
+    than ``max_ranges`` ranges): the whole content is sent."""
+    m = re.fullmatch(r"\s*bytes\s*=(.*)", header, re.S)
+    if m is None:
+        return None
+    specs = [p for p in m.group(1).split(",") if p.strip()]  # RFC 9110 allows empty list elements
+    if not specs or len(specs) > max_ranges:
+        return None
+    spans: list[tuple[int, int]] = []
+    for spec in specs:
+        one = parse_range(spec, size) if "=" not in spec else None  # no second "bytes=" in the list
+        if one is None:
+            return None
+        if isinstance(one, tuple):
+            spans.append(one)
+    if not spans:
+        return "unsatisfiable"
+    spans.sort()
+    merged = [spans[0]]
+    for lo, hi in spans[1:]:
+        if lo <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+        else:
+            merged.append((lo, hi))
+    return merged
+
+
+def _multipart_response(body: bytes | memoryview, spans: list[tuple[int, int]], mimetype: str,
+                        headers: dict[str, str], head: bool) -> Response:
+    """206 multipart/byteranges: one part per range, each with its Content-Type and Content-Range."""
+    boundary = uuidlib.uuid4().hex
+    size = len(body)
+    pieces: list[bytes | memoryview] = []
+    for lo, hi in spans:
+        pieces.append(f"--{boundary}\r\nContent-Type: {mimetype}\r\nContent-Range: bytes {lo}-{hi}/{size}\r\n\r\n"
+                      .encode("latin-1"))
+        pieces.append(body[lo:hi + 1])
+        pieces.append(b"\r\n")
+    pieces.append(f"--{boundary}--\r\n".encode("latin-1"))
+    length = sum(len(p) for p in pieces)
+    headers = {**headers, "Content-Type": f"multipart/byteranges; boundary={boundary}", "Content-Length": str(length)}
+    if head:
+        return Response(b"", status_code=206, headers=headers)
+    if length <= STREAM_ABOVE:
+        return Response(b"".join(pieces), status_code=206, headers=headers)
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for p in pieces:
+            for i in range(0, len(p), STREAM_CHUNK):
+                yield bytes(p[i:i + STREAM_CHUNK])
+
+    return StreamingResponse(chunks(), status_code=206, headers=headers)
+
+
+def routes(server: Server) -> list[Route]:
+    """The content routes (``/BOOK/PATH``, the catch-all, comes last: see ``tail_routes``)."""
+    return [
+        Route("/random", endpoint(server, random), methods=GET),
+        Route("/download/{file}", endpoint(server, download), methods=GET),
+        Route("/content/{book}", endpoint(server, book_root), methods=GET),
+        Route("/content/{book}/{path:path}", endpoint(server, content), methods=GET),
+        Route("/raw/{book}/content/{path:path}", endpoint(server, raw_content), methods=GET),
+        Route("/raw/{book}/meta/{name}", endpoint(server, raw_meta), methods=GET),
+    ]
+
+
+def tail_routes(server: Server) -> list[Route]:
+    """kiwix-serve 3.3's ``/BOOK`` and ``/BOOK/PATH``: after every other route (they match anything)."""
+    return [
+        Route("/{book}", endpoint(server, book_root), methods=GET),
+        Route("/{book}/{path:path}", endpoint(server, content), methods=GET),
+    ]

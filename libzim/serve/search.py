@@ -1,0 +1,130 @@
+"""Full-text search (``/search``) and suggestions (``/suggest``)."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from libzim import ZimError
+
+from . import pages
+from .core import GET, SLOW, HTTPError, Server, bytes_response, endpoint, root_of, text_response
+from .library import Book
+
+__all__ = ["routes"]
+
+
+def search_books(server: Server, request: Request) -> list[Book]:
+    """The books a search covers (``books.name``, ``content``, ``books.id``; all indexed
+    books when none is named), sorted by name; 400 for an unknown or unindexed one."""
+    lib = server.library
+    names = request.query_params.getlist("books.name") + request.query_params.getlist("content")
+    ids = request.query_params.getlist("books.id")
+    if len(names) + len(ids) > len(lib.books) + 8:
+        raise HTTPError(400, "Too many books in one request.")
+    books: list[Book] = []
+    for n in names:
+        books.append(server.book(n, 400))
+    for i in ids:
+        b = lib.by_uuid(i)
+        if b is None:
+            raise HTTPError(400, f"No such book id: {i}")
+        books.append(b)
+    if not books:
+        books = lib.searchable()
+        if not books:
+            raise HTTPError(400, "No book of this library has a full-text index.")
+    seen: dict[str, Book] = {}
+    for b in books:
+        if not b.archive.has_fulltext_index:
+            raise HTTPError(400, f"The full-text search is not available for {b.name}")
+        seen.setdefault(b.name, b)
+    return sorted(seen.values(), key=lambda b: b.name)
+
+
+def _search(server: Server, books: tuple[Book, ...], pattern: str, start: int,
+            length: int) -> tuple[int, list[pages.Hit]]:
+    lib = server.library
+    try:
+        search = lib.search(books, pattern)
+        total = search.get_estimated_matches()
+        results = list(search.get_results(start - 1, length)) if start - 1 < total else []
+        hits = []
+        for r in results:
+            book = lib.book_of(r.archive) or books[0]
+            hits.append(pages.Hit(book, r.path, r.title, r.snippet, r.word_count))
+    except (ZimError, ValueError, RuntimeError) as e:
+        raise HTTPError(400, f"Cannot run this search: {type(e).__name__}") from None
+    return total, hits
+
+
+async def search(server: Server, request: Request) -> Response:
+    """``/search``: a page of results as HTML, or RSS with ``format=xml``."""
+    q = request.query_params
+    pattern = q.get("pattern", "")
+    if not pattern.strip():
+        raise HTTPError(400, "No query provided (pattern=...).")
+    if len(pattern) > server.limits.max_query_chars:
+        raise HTTPError(400, f"The query is longer than {server.limits.max_query_chars} characters.")
+    books = search_books(server, request)
+    start = server.int_param(request, "start", 1, 1)
+    length = server.int_param(request, "pageLength", 25, 1, server.limits.max_page_length)
+    total, hits = await server.run(_search, server, tuple(books), pattern, start, length, priority=SLOW)
+    names = [b.name for b in books]
+    if q.get("format") == "xml":
+        body = pages.search_rss(names, pattern, total, start, length, hits, root_of(request))
+        return text_response(request, body, "application/rss+xml; charset=utf-8")
+    return text_response(request, pages.search_page(names, pattern, total, start, length, hits, root_of(request)),
+                         "text/html; charset=utf-8")
+
+
+def _suggest_body(books: list[Book], term: str, count: int) -> bytes:
+    """The /suggest response body, built on the worker: the event loop only sends it."""
+    return pages.suggest_json(_suggest(books, term, count), term).encode("utf-8")
+
+
+def _suggest(books: list[Book], term: str, count: int) -> list[dict[str, str]]:
+    per_book: list[list[dict[str, str]]] = []
+    for b in books:
+        try:
+            results = b.suggester.suggest(term).get_results(0, count)
+            rows = [{"value": r.title, "label": r.snippet or r.title, "kind": "path", "path": r.path,
+                     "book": b.name} for r in results]
+        except (ZimError, ValueError, RuntimeError):
+            rows = []
+        per_book.append(rows)
+    merged: list[dict[str, str]] = []
+    for i in range(count):  # interleave the books' lists, each in its own order
+        for rows in per_book:
+            if i < len(rows) and len(merged) < count:
+                merged.append(rows[i])
+    return merged
+
+
+async def suggest(server: Server, request: Request) -> Response:
+    """``/suggest``: title suggestions as JSON."""
+    q = request.query_params
+    names = q.getlist("content") + q.getlist("books.name")
+    if not names:
+        raise HTTPError(404, "No book was given (content=...).")
+    if len(names) > len(server.library.books) + 8:
+        raise HTTPError(400, "Too many books in one request.")
+    books = list({n: server.book(n) for n in names}.values())
+    term = q.get("term", "")
+    if len(term) > server.limits.max_query_chars:
+        raise HTTPError(400, f"The term is longer than {server.limits.max_query_chars} characters.")
+    count = server.int_param(request, "count", 10, 0, server.limits.max_suggest_count)
+    if term and count:
+        body = await server.run(_suggest_body, books, term, count)
+    else:  # nothing to look up: no trip to a worker
+        body = pages.suggest_json([], term).encode("utf-8")
+    return bytes_response(request, body, "application/json; charset=utf-8")
+
+
+def routes(server: Server) -> list[Route]:
+    """``/search`` and ``/suggest``."""
+    return [
+        Route("/search", endpoint(server, search), methods=GET),
+        Route("/suggest", endpoint(server, suggest), methods=GET),
+    ]
