@@ -46,6 +46,7 @@ ARTICLES = {
         f'<p><a id="external" href="{html.escape(EXTERNAL)}">An outside site</a> · '
         '<a id="external-blank" href="https://example.net/new" target="_blank">in a new tab</a> · '
         '<a id="mail" href="mailto:someone@example.org">mail</a> · '
+        '<a id="external-local" href="http://localhost:2/elsewhere">another server</a> · '
         '<a id="library-link" href="../../">the library</a></p><p>velocar</p>')),
     "A/first.html": ("Alpha first article", page("Alpha first article",
         '<p>velocar one. <a id="back-home" href="../index.html">home</a> '
