@@ -122,9 +122,12 @@ def test_library_page(client):
 
 
 def test_main_page_and_redirects(client):
-    for url in (f"/content/{FRA}", f"/content/{FRA}/", f"/{FRA}", f"/{FRA}/"):
+    for url in (f"/content/{FRA}", f"/content/{FRA}/"):
         r = client.get(url, follow_redirects=False)
         assert (r.status_code, r.headers["location"]) == (302, f"/content/{FRA}/index.html"), url
+    for url in (f"/{FRA}", f"/{FRA}/"):  # kiwix-serve 3.3's URLs: to /content, as the newest kiwix-serve
+        r = client.get(url, follow_redirects=False)
+        assert (r.status_code, r.headers["location"]) == (302, f"/content{quote(url)}"), url
     r = client.get(f"/content/{FRA}/old.html", follow_redirects=False)
     assert (r.status_code, r.headers["location"]) == (302, f"/content/{FRA}/A/page1.html")
     r = client.get(f"/raw/{FRA}/content/old.html", follow_redirects=False)
@@ -350,14 +353,14 @@ def test_search_paging_reuses_the_search(zim_a_path):
     with TestClient(app) as c:
         lib = app.state.server.library
         got: list[str] = []
-        for start in range(1, len(expected) + 1, 4):
+        for start in range(0, len(expected), 4):  # 0-based, as libkiwix 14.1+
             r = c.get("/search", params={"books.name": A, "pattern": "frobnitz", "start": start, "pageLength": 4})
             assert r.status_code == 200
             got += _result_paths(r.text, A)
         assert sorted(got) == sorted(expected)  # every result once, across the pages
         assert lib.searches_run == 1
         r = c.get("/search", params={"books.name": A, "pattern": "frobnitz", "pageLength": 4})
-        assert 'class="pagination"' in r.text and "start=5&amp;pageLength=4" in r.text
+        assert 'class="pagination"' in r.text and "start=4&amp;pageLength=4" in r.text
 
 
 def test_search_page_length_capped_like_kiwix(client):
@@ -378,7 +381,7 @@ def test_search_rss(client):
     ch = root.find("channel")
     assert ch.find("title").text == "Search: wumpkit"
     assert ch.find("os:totalResults", ns).text == str(len(expected))
-    assert ch.find("os:startIndex", ns).text == "1"
+    assert ch.find("os:startIndex", ns).text == "0"
     items = ch.findall("item")
     assert {i.find("link").text.split(f"/content/{A}/", 1)[1] for i in items} == expected
     for i in items:
@@ -409,7 +412,7 @@ def test_search_across_languages(client):
 
 def test_search_bad_requests(client):
     for params in ({"pattern": "x", "books.name": "nobook"}, {"books.name": A}, {"pattern": ""},
-                   {"pattern": "x", "books.name": A, "start": "abc"}, {"pattern": "x", "books.name": A, "start": "0"},
+                   {"pattern": "x", "books.name": A, "start": "abc"}, {"pattern": "x", "books.name": A, "start": "-1"},
                    {"pattern": "x", "books.name": A, "pageLength": "-1"},
                    {"pattern": "x", "books.name": A, "start": "9" * 30},
                    {"pattern": "x" * 5000, "books.name": A}):
@@ -424,7 +427,7 @@ def test_search_needs_a_fulltext_index(zim_noindex_path, fra_path):
         name = book_name_from_path(zim_noindex_path)
         for params in ({"books.name": name, "pattern": "wumpkit"}, {"pattern": "wumpkit"}):
             r = c.get("/search", params=params)
-            assert r.status_code == 400 and "full-text" in r.text, params
+            assert r.status_code == 404 and "full-text" in r.text, params  # kiwix-serve's 404
         # Suggestions use the title index, which it has.
         assert len(json.loads(c.get("/suggest", params={"content": name, "term": "the"}).text)) > 1
 
@@ -462,8 +465,9 @@ def test_catalog(client, fra_path):
     ns = {"a": "http://www.w3.org/2005/Atom"}
     root = ET.fromstring(r.content)
     entries = root.findall("a:entry", ns)
-    assert {e.find("a:name", ns).text for e in entries} == {A, FRA}
-    fra = next(e for e in entries if e.find("a:name", ns).text == FRA)
+    # <name>: the archives' Name metadata, as kiwix's (the URL names are in the content links)
+    assert {e.find("a:name", ns).text for e in entries} == {"libzim_c_search_a", "livre"}
+    fra = next(e for e in entries if e.find("a:name", ns).text == "livre")
     assert fra.find("a:title", ns).text == HOSTILE_TITLE
     assert fra.find("a:language", ns).text == "fra"
     assert fra.find("a:articleCount", ns).text == str(len(FRA_PAGES) + 1)
@@ -477,6 +481,7 @@ def test_catalog(client, fra_path):
         r = client.get(url)
         assert r.status_code == 200 and r.content == png, url
     assert client.get(f"/catalog/v2/illustration/{uuid}?size=96").status_code == 404
+    assert client.get(f"/catalog/v2/illustration/{uuid}/").status_code == 404  # no size: kiwix's 404
     assert client.get(f"/catalog/v2/illustration/{uuid}?size=abc").status_code == 400
     assert len(ET.fromstring(client.get("/catalog/v2/entries?count=1").content).findall("a:entry", ns)) == 1
     assert client.get("/catalog/v2/root.xml").status_code == 200
@@ -491,9 +496,10 @@ def test_catalog_query(client):
         root = ET.fromstring(r.content)
         return {e.find("a:name", ns).text for e in root.findall("a:entry", ns)}, root.find("a:totalResults", ns).text
 
-    assert names("") == ({A, FRA}, "2")
-    assert names("fixture") == ({A}, "1")  # A's title: "Search fixture A"
-    assert names("LIVRE co") == ({FRA}, "1")  # every word, any case, in title / description / ...
+    a, fra = "libzim_c_search_a", "livre"  # their Name metadata
+    assert names("") == ({a, fra}, "2")
+    assert names("fixture") == ({a}, "1")  # A's title: "Search fixture A"
+    assert names("LIVRE co") == ({fra}, "1")  # every word, any case, in title / description / ...
     assert names("livre fixture") == (set(), "0")
     assert client.get("/catalog/v2/entries", params={"q": "x" * 5000}).status_code == 400
 
@@ -514,8 +520,8 @@ def test_downloads(zim_a_path, fra_path, client):
     app = create_app([zim_a_path, fra_path], threads=2, downloads=True)
     with TestClient(app) as c:
         links = acquisition_links(c)
-        assert set(links) == {A, FRA}
-        fra = links[FRA]
+        assert set(links) == {"libzim_c_search_a", "livre"}  # <name>: the Name metadata
+        fra = links["livre"]
         assert fra["type"] == "application/x-zim" and fra["length"] == str(len(data))
         assert fra["href"] == f"/download/{quote(FRA)}.zim"
         r = c.get(fra["href"])

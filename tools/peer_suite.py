@@ -97,8 +97,9 @@ def ensure_deb_src() -> None:
     subprocess.run(["apt-get", "update", "-q"], check=True, stdout=subprocess.DEVNULL)
 
 
-def fetch_kiwix_archives(data: Path) -> None:
-    if all((data / name).is_file() for name in KIWIX_ARCHIVES):
+def fetch_kiwix_archives(data: Path, names: tuple[str, ...] = KIWIX_ARCHIVES) -> None:
+    """libkiwix's test/data/NAMES into ``data``, from Debian's libkiwix source package."""
+    if all((data / name).is_file() for name in names):
         return
     ensure_deb_src()
     with tempfile.TemporaryDirectory() as tmp:
@@ -116,9 +117,9 @@ def fetch_kiwix_archives(data: Path) -> None:
         with tarfile.open(tarballs[0]) as tar:
             for member in tar.getmembers():
                 parts = member.name.split("/")
-                if parts[1:3] == ["test", "data"] and parts[-1] in KIWIX_ARCHIVES and member.isfile():
+                if parts[1:3] == ["test", "data"] and len(parts) == 4 and parts[-1] in names and member.isfile():
                     (data / parts[-1]).write_bytes(tar.extractfile(member).read())  # type: ignore[union-attr]
-    missing = [n for n in KIWIX_ARCHIVES if not (data / n).is_file()]
+    missing = [n for n in names if not (data / n).is_file()]
     if missing:
         raise SystemExit(f"peer_suite: {tarballs[0].name} lacks test/data/{missing}")
 

@@ -9,7 +9,9 @@ is :class:`~libzim.serve.core.Server` (``app.state.server``).
 
 from __future__ import annotations
 
+import asyncio
 import os
+import signal
 from contextlib import asynccontextmanager
 from typing import AsyncIterator, Callable, Iterable
 
@@ -21,8 +23,10 @@ from starlette.routing import Route
 
 from . import catalog, content, search, viewer
 from .content import parse_range, parse_ranges
-from .core import QUICK, SLOW, Guard, HTTPError, Limits, Options, PriorityPool, Server, error_response, root_of
+from .core import (QUICK, SLOW, Guard, HTTPError, Limits, Options, Prefix, PriorityPool, Server, error_response,
+                   root_of, url_root)
 from .library import Library
+from .libraryfile import Reloader, Source
 
 __all__ = ["Limits", "Options", "PriorityPool", "QUICK", "ROUTE_MODULES", "SLOW", "create_app", "parse_range",
            "parse_ranges"]
@@ -36,7 +40,8 @@ ROUTE_MODULES: list[Callable[[Server], list[Route]]] = [
 def create_app(paths: Iterable[str | os.PathLike[str]] | Library, *, threads: int | None = None,
                limits: Limits | None = None, search_cache: int = 64, downloads: bool = False,
                search_bar: bool = True, library_button: bool = True, block_external: bool = False,
-               options: Options | None = None) -> Starlette:
+               options: Options | None = None, root: str = "", monitor_library: bool = False,
+               reload_on_sighup: bool = False) -> Starlette:
     """The ASGI app serving ``paths`` (ZIM files or folders of them) or a Library.
 
     Mount it in another Starlette / FastAPI app with ``app.mount("/zim", create_app([...]))``;
@@ -47,12 +52,20 @@ def create_app(paths: Iterable[str | os.PathLike[str]] | Library, *, threads: in
     ``--nosearchbar``, ``--nolibrarybutton``) and ``block_external`` (``-b``: external links
     through ``/catch/external``) go into ``options`` (an :class:`Options`; when given, the
     keyword arguments above are ignored).
+
+    ``root`` serves everything under that prefix (kiwix-serve ``--urlRootLocation``).
+    A library built by a :class:`~libzim.serve.libraryfile.Source` can be reloaded
+    (``app.state.server.reloader``): ``monitor_library`` reloads it when a library file
+    changes, ``reload_on_sighup`` on SIGHUP (for a command line: it takes the signal
+    from whoever else handles it). A request keeps the library it started with.
     """
     lib = paths if isinstance(paths, Library) else Library(paths, search_cache=search_cache)
     lim = limits or Limits()
     opts = options or Options(search_bar=search_bar, library_button=library_button,
                               block_external=block_external, downloads=downloads)
     server = Server(lib, threads or min(32, (os.cpu_count() or 1) * 2), lim, opts)
+    reloader = Reloader(server, monitor_library) if isinstance(lib.source, Source) else None
+    server.reloader = reloader
 
     async def on_http_error(request: Request, exc: Exception) -> Response:
         head, root = request.method == "HEAD", root_of(request)
@@ -65,9 +78,16 @@ def create_app(paths: Iterable[str | os.PathLike[str]] | Library, *, threads: in
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        watcher = None
+        if reloader is not None and (monitor_library or reload_on_sighup):
+            if reload_on_sighup:
+                asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reloader.request)
+            watcher = asyncio.create_task(reloader.run())
         try:
             yield
         finally:
+            if watcher is not None:
+                watcher.cancel()
             server.pool.shutdown(wait=True, cancel_futures=True)
 
     routes = [r for module_routes in ROUTE_MODULES for r in module_routes(server)]
@@ -75,5 +95,9 @@ def create_app(paths: Iterable[str | os.PathLike[str]] | Library, *, threads: in
                     exception_handlers={HTTPError: on_http_error, HTTPException: on_http_error,
                                         Exception: on_http_error})
     app.state.server = server
-    app.add_middleware(Guard, limits=lim)
+    mount = url_root(root)
+    app.state.root = mount
+    if mount:
+        app.add_middleware(Prefix, root=mount)
+    app.add_middleware(Guard, limits=lim)  # outermost: before anything else reads the request
     return app

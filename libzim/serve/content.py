@@ -16,7 +16,8 @@ from starlette.routing import Route
 
 from libzim import ZimError
 
-from .core import GET, HTTPError, Server, endpoint, error_response, join, redirect, root_of
+from .core import (GET, GZIP_ABOVE, HTTPError, Server, accepts_gzip, compressible, endpoint, error_response, gzip_bytes,
+                   join, redirect, root_of)
 from .library import Book, resolve
 
 __all__ = ["parse_range", "parse_ranges", "routes", "send_bytes"]
@@ -24,7 +25,12 @@ __all__ = ["parse_range", "parse_ranges", "routes", "send_bytes"]
 STREAM_ABOVE = 1 << 20  # content larger than this is sent in chunks from the binding's memoryview
 STREAM_CHUNK = 256 << 10
 MAX_RANGES = 16  # more ranges in one request: the whole content (200), as RFC 9110 allows
-CONTENT_CACHE = "max-age=2723040, public"  # what kiwix-serve 3.3 sends for archive content
+CONTENT_CACHE = "max-age=3600, must-revalidate"  # what the newest kiwix-serve sends for archive content
+# The newest kiwix-serve's policy for /content: the article cannot navigate the
+# page it is framed in (the viewer) nor reach other origins; no Referer leaves.
+CONTENT_CSP = ("default-src 'self' data: blob: about: 'unsafe-inline' 'unsafe-eval'; "
+               "sandbox allow-scripts allow-same-origin allow-modals allow-popups "
+               "allow-popups-to-escape-sandbox allow-forms allow-downloads;")
 _MIME_OK = re.compile(r"^[A-Za-z0-9!#$&^_.+-]{1,64}/[A-Za-z0-9!#$&^_.+-]{1,64}( *;[ -~]{0,128})?$")
 
 
@@ -34,9 +40,13 @@ def etag_of(*parts: str) -> str:
     return '"' + hashlib.blake2b(key, digest_size=12).hexdigest() + '"'
 
 
-def _lookup(book: Book, path: str) -> str | tuple[bytes | memoryview, str, str]:
-    """The redirect target's path, or (content, mimetype, etag); raises HTTPError 404.
-    Large content stays the binding's memoryview (no copy): it is streamed in chunks."""
+Found = tuple[bytes | memoryview, str, str, bytes | None]
+
+
+def _lookup(book: Book, path: str, gzip_ok: bool = False) -> str | Found:
+    """The redirect target's path, or (content, mimetype, etag, gzipped content or None);
+    raises HTTPError 404. Large content stays the binding's memoryview (no copy): it is
+    streamed in chunks. Compression happens here, on the worker, when ``gzip_ok``."""
     a = book.archive
     try:
         entry = a.get_entry_by_path(path)
@@ -50,7 +60,9 @@ def _lookup(book: Book, path: str) -> str | tuple[bytes | memoryview, str, str]:
     item = entry.get_item()
     view = item.content
     content: bytes | memoryview = bytes(view) if len(view) <= STREAM_ABOVE else view
-    return content, item.mimetype, etag_of(book.uuid, path)
+    mimetype = item.mimetype
+    packed = gzip_bytes(content) if gzip_ok and len(content) > GZIP_ABOVE and compressible(mimetype) else None
+    return content, mimetype, etag_of(book.archive_uuid or book.uuid, path), packed
 
 
 async def content(server: Server, request: Request) -> Response:
@@ -77,11 +89,17 @@ async def _content(server: Server, request: Request, name: str, path: str, raw: 
         if book.main_path is None:
             raise HTTPError(404, f"{name} has no main page")
         return redirect(join(prefix, book.main_path))
-    found = await server.run(_lookup, book, path)
+    # Ranges are of the content as stored: a range request is never compressed.
+    gzip_ok = accepts_gzip(request) and "range" not in request.headers
+    found = await server.run(_lookup, book, path, gzip_ok)
     if isinstance(found, str):
         return redirect(join(prefix, found))
-    body, mimetype, etag = found
-    return send_bytes(request, body, mimetype, etag)
+    body, mimetype, etag, packed = found
+    r = send_bytes(request, body, mimetype, etag, packed)
+    if not raw and not mimetype.startswith("application/pdf"):  # kiwix-serve leaves PDF out (Chromium's viewer)
+        r.headers["Content-Security-Policy"] = CONTENT_CSP
+        r.headers["Referrer-Policy"] = "no-referrer"
+    return r
 
 
 def _meta(book: Book, name: str) -> tuple[bytes, str]:
@@ -98,7 +116,8 @@ async def raw_meta(server: Server, request: Request) -> Response:
     body, mimetype = await server.run(_meta, book, request.path_params["name"])
     if mimetype.startswith("text/plain") or not mimetype:
         mimetype = "text/plain;charset=UTF-8"
-    return send_bytes(request, body, mimetype, etag_of(book.uuid, "meta", request.path_params["name"]))
+    etag = etag_of(book.archive_uuid or book.uuid, "meta", request.path_params["name"])
+    return send_bytes(request, body, mimetype, etag)
 
 
 async def random(server: Server, request: Request) -> Response:
@@ -127,16 +146,28 @@ async def download(server: Server, request: Request) -> Response:
                         headers={"Cache-Control": "max-age=86400, public"})
 
 
-def send_bytes(request: Request, body: bytes | memoryview, mimetype: str, etag: str) -> Response:
-    """Content with its ETag: 304 when the client has it, 206/416 for ranges, else 200."""
+def send_bytes(request: Request, body: bytes | memoryview, mimetype: str, etag: str,
+               packed: bytes | None = None) -> Response:
+    """Content with its ETag: 304 when the client has it, 206/416 for ranges, else 200;
+    ``packed``: the content gzipped (sent, with its own ETag, when there is no range)."""
     if not _MIME_OK.match(mimetype):
         mimetype = "application/octet-stream"
+    gz_etag = etag[:-1] + '.gz"'
     headers = {"ETag": etag, "Cache-Control": CONTENT_CACHE, "Accept-Ranges": "bytes"}
-    inm = request.headers.get("if-none-match")
-    if inm is not None and (inm.strip() == "*" or etag in [t.strip().removeprefix("W/") for t in inm.split(",")]):
-        return Response(status_code=304, headers=headers)
-    head = request.method == "HEAD"
+    if compressible(mimetype):
+        headers["Vary"] = "Accept-Encoding"
     rng = request.headers.get("range")
+    if packed is not None and rng is None:
+        headers["ETag"], headers["Content-Encoding"] = gz_etag, "gzip"
+    inm = request.headers.get("if-none-match")
+    if inm is not None:
+        tags = [t.strip().removeprefix("W/") for t in inm.split(",")]
+        if inm.strip() == "*" or etag in tags or gz_etag in tags:  # the same content, either coding
+            headers.pop("Content-Encoding", None)
+            return Response(status_code=304, headers=headers)
+    if "Content-Encoding" in headers and packed is not None:
+        return _bytes_response(packed, 200, mimetype, headers, request.method == "HEAD")
+    head = request.method == "HEAD"
     size = len(body)
     if rng is not None and _range_applies(request, etag):
         spans = parse_ranges(rng, size)
@@ -271,9 +302,15 @@ def routes(server: Server) -> list[Route]:
     ]
 
 
+async def to_content(server: Server, request: Request) -> Response:
+    """Any other URL ``/X`` (kiwix-serve 3.3's ``/BOOK/PATH`` among them): a redirect to
+    ``/content/X``, its query kept, as the newest kiwix-serve."""
+    rest = request.path_params.get("rest", "")
+    query = request.url.query
+    target = f"{quote(root_of(request), safe='/')}/content/{quote(rest, safe='/')}"
+    return redirect(target + ("?" + quote(query, safe="&=+%;,/:@") if query else ""))
+
+
 def tail_routes(server: Server) -> list[Route]:
-    """kiwix-serve 3.3's ``/BOOK`` and ``/BOOK/PATH``: after every other route (they match anything)."""
-    return [
-        Route("/{book}", endpoint(server, book_root), methods=GET),
-        Route("/{book}/{path:path}", endpoint(server, content), methods=GET),
-    ]
+    """Every URL no other route took: after every other route (it matches anything)."""
+    return [Route("/{rest:path}", endpoint(server, to_content), methods=GET)]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gzip
 import itertools
 import queue
 import re
@@ -28,7 +29,7 @@ from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import pages
 from .library import Book, Library
@@ -39,7 +40,38 @@ __all__ = ["GET", "HTTPError", "Limits", "Options", "PriorityPool", "QUICK", "SL
 T = TypeVar("T")
 
 GET = ["GET", "HEAD"]  # the methods of every route
-NO_CACHE = "no-cache, no-store, must-revalidate"
+NO_CACHE = "max-age=0, must-revalidate"  # kiwix-serve's for everything but archive content
+GZIP_ABOVE = 1400  # kiwix-serve's bound: a smaller body fits one packet anyway
+_COMPRESSIBLE = ("text/", "application/javascript", "application/atom", "application/opensearchdescription",
+                 "application/json", "application/rss", "application/font-", "application/x-font-",
+                 "application/vnd.ms-fontobject", "font/", "image/svg+xml")
+
+
+def compressible(mimetype: str) -> bool:
+    """Whether kiwix-serve gzips this type (text, scripts, feeds, JSON, fonts; SVG too)."""
+    return any(m in mimetype for m in _COMPRESSIBLE)
+
+
+def accepts_gzip(request: Request) -> bool:
+    """Whether the request's Accept-Encoding takes gzip (``q=0`` refuses it)."""
+    header = request.headers.get("accept-encoding", "")
+    for part in header.split(","):
+        name, _, params = part.strip().partition(";")
+        if name.strip().lower() in ("gzip", "x-gzip", "*"):
+            q = params.strip().lower()
+            if q.startswith("q="):
+                try:
+                    return float(q[2:]) > 0
+                except ValueError:
+                    return False
+            return True
+    return False
+
+
+def gzip_bytes(body: bytes | memoryview) -> bytes:
+    """``body`` gzipped (level 6, what zlib calls its default, as kiwix-serve; mtime 0:
+    the same body gives the same bytes, so its ETag holds)."""
+    return gzip.compress(bytes(body), compresslevel=6, mtime=0)
 
 
 @dataclass(frozen=True)
@@ -73,7 +105,8 @@ class Options:
     ``search_limit``: how many books one search may cover (0: any);
     ``catalog_only``: only the catalog is served (``--catalogOnly``);
     ``content_server_url``: the server that serves the content the catalog
-    links (``--contentServerURL``; "" for this one).
+    links (``--contentServerURL``; "" for this one); ``custom_index``: an HTML
+    page served at ``/`` instead of the library (``--customIndex``).
     """
 
     search_bar: bool = True
@@ -83,6 +116,7 @@ class Options:
     search_limit: int = 0
     catalog_only: bool = False
     content_server_url: str = ""
+    custom_index: str | None = None
 
 
 class HTTPError(Exception):
@@ -140,7 +174,47 @@ class Guard:
                 err.body = b""
             await err(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+
+        async def send_with_cors(message: Message) -> None:
+            if message["type"] == "http.response.start":  # kiwix-serve: every response may be read by any page
+                message["headers"] = [*message.get("headers", []), (b"access-control-allow-origin", b"*")]
+            await send(message)
+
+        await self.app(scope, receive, send_with_cors)
+
+
+def url_root(text: str) -> str:
+    """A ``--urlRootLocation`` as a mount point: "" for the top, else "/a/b" (slashes
+    added or dropped as kiwix-serve does)."""
+    parts = [p for p in text.split("/") if p]
+    return "/" + "/".join(parts) if parts else ""
+
+
+class Prefix:
+    """Pure-ASGI layer serving the app under ``root`` (kiwix-serve ``--urlRootLocation``):
+    ``ROOT`` redirects to ``ROOT/``, ``ROOT/...`` goes to the app (its ``root_path`` set,
+    so every URL it writes starts with ROOT), anything else is a 404 page."""
+
+    def __init__(self, app: ASGIApp, root: str) -> None:
+        self.app = app
+        self.root = root
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not self.root:
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        mount = str(scope.get("root_path", "")) + self.root
+        if path == mount:
+            query = scope.get("query_string", b"").decode("latin-1")
+            r = redirect(quote(mount, safe="/") + "/" + ("?" + quote(query, safe="&=+%;,/:@") if query else ""))
+        elif path.startswith(mount + "/"):
+            await self.app({**scope, "root_path": mount}, receive, send)
+            return
+        else:
+            r = error_response(404, "No such page (this server's pages are under "
+                                    f"{self.root}/).", scope["method"] == "HEAD", self.root)
+        await r(scope, receive, send)
 
 
 QUICK, SLOW = 0, 1  # job priorities: suggestions, content, metadata before search pages
@@ -205,6 +279,7 @@ class Server:
         self.pool = PriorityPool(max(1, threads), "zim-serve")
         self.pending = 0
         self.feed_id = str(uuidlib.uuid4())
+        self.reloader: object = None  # a libzim.serve.libraryfile.Reloader when the library can be reloaded
 
     @property
     def downloads(self) -> bool:
@@ -225,7 +300,7 @@ class Server:
         """The book named ``name``; HTTPError ``status`` when none is given or known."""
         if not name:
             raise HTTPError(status, "No book was given (content=... or books.name=...).")
-        b = self.library.books.get(name)
+        b = self.library.get(name)
         if b is None:
             raise HTTPError(status, f"No such book: {name}")
         return b
@@ -242,6 +317,8 @@ class Server:
         value = int(text)
         if value < low:
             raise HTTPError(400, f"{name} must be at least {low}")
+        if value < 0 and value != -1:  # -1 is the only negative value any parameter takes ("all")
+            raise HTTPError(400, f"Invalid value of {name}: {text[:40]}")
         return value if high is None else min(value, high)
 
 
@@ -277,8 +354,15 @@ def text_response(request: Request, body: str, mimetype: str) -> Response:
 
 
 def bytes_response(request: Request, body: bytes, mimetype: str) -> Response:
-    """Generated bytes (not cached; no body for HEAD)."""
-    r = Response(body, media_type=mimetype, headers={"Cache-Control": NO_CACHE})
+    """Generated bytes (revalidated on every use; gzipped when asked and worth it; no body
+    for HEAD, with the Content-Length a GET gets)."""
+    headers = {"Cache-Control": NO_CACHE}
+    if compressible(mimetype):
+        headers["Vary"] = "Accept-Encoding"
+        if len(body) > GZIP_ABOVE and accepts_gzip(request):
+            body = gzip_bytes(body)
+            headers["Content-Encoding"] = "gzip"
+    r = Response(body, media_type=mimetype, headers=headers)
     if request.method == "HEAD":
         r.body = b""
     return r

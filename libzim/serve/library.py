@@ -10,6 +10,7 @@ buffers, never a worker.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import threading
@@ -68,7 +69,10 @@ class Book:
     is the main page's path (redirects resolved) or None;
     ``illustration_sizes`` the sizes of its square illustrations; ``file``
     the one .zim file it was opened from (None for split or embedded
-    archives, which ``--downloads`` cannot serve).
+    archives, which ``--downloads`` cannot serve). ``meta_name`` is the
+    archive's ``Name`` (OPDS ``<name>``), ``category`` its ``_category:`` tag,
+    ``size`` its size in bytes; a library file may set these, ``url`` and a
+    ``favicon``.
     """
 
     name: str
@@ -87,13 +91,23 @@ class Book:
     main_path: str | None
     illustration_sizes: tuple[int, ...]
     file: Path | None = None  # the one .zim file it was opened from (None: split or embedded archives)
+    meta_name: str = ""  # the archive's Name metadata (the OPDS <name>; not the URL name)
+    category: str = ""
+    size: int = 0  # bytes of the archive's file(s), or what a library file says
+    url: str = ""  # where a library file says the book can be downloaded
+    favicon: tuple[bytes, str] | None = None  # a library file's favicon (data, MIME type)
+    path: Path | None = None  # the path it was opened from
+    archive_uuid: str = ""  # the archive's own UUID (ETags: a library file may give another id)
+    stamp: tuple[str, int, int] | None = None  # the file as opened (realpath, mtime, inode): reloads compare it
     _suggester: SuggestionSearcher | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
-    def open(cls, name: str, path: Path) -> Book:
+    def open(cls, name: str, path: Path, info: dict[str, str] | None = None) -> Book:
         """Open the archive at path as the book name, reading its metadata,
-        main path and illustration sizes once; raises what Archive() raises."""
+        main path and illustration sizes once; raises what Archive() raises.
+        ``info``: what a library file says of the book (its non-empty values
+        win over the archive's; see :func:`libzim.serve.libraryfile.read_library_file`)."""
         a = Archive(path)
         main: str | None = None
         if a.has_main_entry:
@@ -107,14 +121,42 @@ class Book:
                 sizes = tuple(sorted(a.get_illustration_sizes()))
         except Exception:  # noqa: BLE001 - no illustration listed is what the pages show then
             sizes = ()
-        return cls(
+        tags = _meta(a, "Tags")
+        book = cls(
             name=name, archive=a, title=_meta(a, "Title") or name,
             description=_meta(a, "Description"), language=_meta(a, "Language"),
             creator=_meta(a, "Creator"), publisher=_meta(a, "Publisher"), date=_meta(a, "Date"),
-            tags=_meta(a, "Tags"), flavour=_meta(a, "Flavour"), uuid=str(a.uuid),
+            tags=tags, flavour=_meta(a, "Flavour"), uuid=str(a.uuid),
             article_count=a.article_count, media_count=a.media_count, main_path=main,
-            illustration_sizes=sizes, file=_single_file(path),
+            illustration_sizes=sizes, file=_single_file(path), meta_name=_meta(a, "Name"),
+            category=category_from_tags(tags), size=_file_size(path), path=Path(path), archive_uuid=str(a.uuid),
+            stamp=file_stamp(path),
         )
+        if info:
+            book.apply(info)
+        return book
+
+    def apply(self, info: dict[str, str]) -> None:
+        """Take what a library file says (non-empty values only; counts as numbers)."""
+        for attr, key in (("uuid", "id"), ("title", "title"), ("description", "description"),
+                          ("language", "language"), ("creator", "creator"), ("publisher", "publisher"),
+                          ("date", "date"), ("meta_name", "name"), ("flavour", "flavour"), ("url", "url")):
+            if info.get(key):
+                setattr(self, attr, info[key])
+        if info.get("tags"):
+            self.tags = info["tags"]
+            self.category = category_from_tags(self.tags)
+        if info.get("category"):
+            self.category = info["category"]
+        for attr, key in (("article_count", "articleCount"), ("media_count", "mediaCount")):
+            if info.get(key, "").isdigit() and len(info[key]) <= 15:
+                setattr(self, attr, int(info[key]))
+        if info.get("size", "").isdigit() and len(info["size"]) <= 15:
+            self.size = int(info["size"]) << 10  # kiwix-manage writes KiB
+
+    def tag_list(self) -> list[str]:
+        """The tags, split at ``;`` (kiwix's format), empty ones dropped."""
+        return [t for t in self.tags.split(";") if t]
 
     def matches(self, query: str) -> bool:
         """The OPDS catalog's ``q=``: every word of ``query`` is in the title, description,
@@ -130,6 +172,36 @@ class Book:
             if self._suggester is None:
                 self._suggester = SuggestionSearcher(self.archive)
             return self._suggester
+
+
+def category_from_tags(tags: str) -> str:
+    """The value of the ``_category:`` tag (libkiwix's Book::getCategoryFromTags), or ""."""
+    for t in tags.split(";"):
+        if t.startswith("_category:"):
+            return t[len("_category:"):]
+    return ""
+
+
+def file_stamp(path: Path) -> tuple[str, int, int] | None:
+    """(realpath, mtime, inode) of the file, or None: a replaced file has another."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (os.path.realpath(path), st.st_mtime_ns, st.st_ino)
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def date_alias(name: str) -> str | None:
+    """The book name without its ``_YYYY-MM`` end (kiwix-serve ``-z``), or None."""
+    m = re.fullmatch(r"(.+)_[0-9]{4}-[0-9]{2}", name)
+    return m.group(1) if m else None
 
 
 def _single_file(path: Path) -> Path | None:
@@ -182,24 +254,35 @@ class Library:
     books are kept the same way.
     """
 
-    def __init__(self, paths: Iterable[str | os.PathLike[str]], *, search_cache: int = 64,
-                 searcher_cache: int = 16) -> None:
+    def __init__(self, paths: Iterable[str | os.PathLike[str]] = (), *, search_cache: int = 64,
+                 searcher_cache: int = 16, books: Iterable[Book] = (), date_aliases: bool = False) -> None:
         self.books: dict[str, Book] = {}
+        self.aliases: dict[str, Book] = {}  # -z: date-less names (the first book that has it)
         self._by_file: dict[str, Book] = {}
         self._by_uuid: dict[str, Book] = {}
         self._by_archive: dict[int, Book] = {}  # id(Archive): the archive a SearchResult names is the book's own
-        for path in find_archives(paths):
-            name = book_name_from_path(path)
-            if name in self.books:  # kiwix-serve keeps the first of two books with the same name
+        opened = (Book.open(book_name_from_path(p), p) for p in find_archives(paths)
+                  if book_name_from_path(p) not in self.books)
+        for book in itertools.chain(opened, books):
+            if book.name in self.books:  # kiwix-serve keeps the first of two books with the same name
                 continue
-            book = Book.open(name, path)
-            self.books[name] = book
+            self.books[book.name] = book
             self._by_file[os.path.realpath(book.archive.filename)] = book
             self._by_uuid.setdefault(book.uuid, book)
             self._by_archive[id(book.archive)] = book
+        if date_aliases:
+            for book in self.books.values():
+                alias = date_alias(book.name)
+                if alias is not None and alias not in self.books:
+                    self.aliases.setdefault(alias, book)
+        self.source: object = None  # what reloads it (libzim.serve.libraryfile.Source), if anything
         self._searchers = _LRU(searcher_cache)
         self._searches = _LRU(search_cache)
         self.searches_run = 0  # how many queries were run (not served from the cache)
+
+    def get(self, name: str) -> Book | None:
+        """The book of this URL name, or of this date-less alias (``-z``), or None."""
+        return self.books.get(name) or self.aliases.get(name)
 
     def by_uuid(self, uuid: str) -> Book | None:
         """The book whose archive has this UUID (str form), or None; of two

@@ -4,7 +4,6 @@ in the shapes kiwix-serve 3.3.0 writes."""
 
 from __future__ import annotations
 
-import datetime
 import html
 import json
 import re
@@ -13,8 +12,8 @@ from urllib.parse import quote, urlencode
 
 from .library import Book
 
-__all__ = ["error_page", "library_page", "search_page", "search_rss", "suggest_json", "opds_entries", "esc",
-           "content_url", "download_url", "safe_snippet"]
+__all__ = ["error_page", "library_page", "search_page", "search_rss", "suggest_json", "esc",
+           "content_url", "safe_snippet"]
 
 
 def esc(text: object) -> str:
@@ -157,9 +156,9 @@ def _search_link(names: Sequence[str], pattern: str, start: int, page_length: in
 
 def search_page(names: Sequence[str], pattern: str, total: int, start: int, page_length: int,
                 hits: Sequence[Hit], root: str = "") -> str:
-    """The HTML result page; ``start`` is 1-based, as kiwix-serve's."""
+    """The HTML result page; ``start`` is 0-based, as libkiwix 14.1+'s."""
     if hits:
-        header = (f"Results <b>{start}-{start + len(hits) - 1}</b> of <b>{total}</b> for "
+        header = (f"Results <b>{start + 1}-{start + len(hits)}</b> of <b>{total}</b> for "
                   f"<b>\"{esc(pattern)}\"</b>")
     else:
         header = f"No results were found for <b>\"{esc(pattern)}\"</b>"
@@ -173,10 +172,10 @@ def search_page(names: Sequence[str], pattern: str, total: int, start: int, page
         )
     pages = []
     if total > page_length:
-        current = (start - 1) // page_length
+        current = start // page_length
         last = (total - 1) // page_length
         for p in range(max(0, current - 4), min(last, current + 4) + 1):
-            link = _search_link(names, pattern, p * page_length + 1, page_length, root=root)
+            link = _search_link(names, pattern, p * page_length, page_length, root=root)
             label = str(p + 1)
             pages.append(f"<b>{label}</b>" if p == current else f"<a href=\"{esc(link)}\">{label}</a>")
     body = (
@@ -210,94 +209,24 @@ def search_rss(names: Sequence[str], pattern: str, total: int, start: int, page_
         f"    <opensearch:startIndex>{start}</opensearch:startIndex>\n"
         f"    <opensearch:itemsPerPage>{page_length}</opensearch:itemsPerPage>\n"
         "    <atom:link rel=\"search\" type=\"application/opensearchdescription+xml\" "
-        "href=\"/search/searchdescription.xml\"/>\n"
+        f"href=\"{esc(quote(root, safe='/'))}/search/searchdescription.xml\"/>\n"
         f"    <opensearch:Query role=\"request\" searchTerms=\"{esc(pattern)}\" startIndex=\"{start}\" "
         f"count=\"{page_length}\"/>\n"
         f"{''.join(items)}  </channel>\n</rss>\n"
     )
 
 
-def suggest_json(items: Sequence[dict[str, str]], term: str) -> str:
+def suggest_json(items: Sequence[dict[str, str]], term: str, fulltext: bool = True) -> str:
     """kiwix-serve's /suggest list: the titles (kind "path"), then the
-    full-text search of the term (kind "pattern"). Labels are HTML-escaped as
+    full-text search of the term (kind "pattern") when ``fulltext``. Labels are HTML-escaped as
     kiwix's are; the JSON is ASCII with <, >, & as \\u escapes, so no
     consumer that pastes it into HTML can be tricked. Compact (no indent):
     ``indent`` makes json use its pure-Python encoder, which cost a third of
     the event loop's time per /suggest request."""
     out = [dict(it) for it in items]
-    out.append({"value": term + " ", "label": f"containing '{term}'...", "kind": "pattern"})
+    if fulltext:  # kiwix-serve offers the full-text search only for a book that has an index
+        out.append({"value": term + " ", "label": f"containing '{term}'...", "kind": "pattern"})
     for it in out:
         it["label"] = esc(it["label"])
     text = json.dumps(out, ensure_ascii=True, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
-def _iso_date(date: str) -> str:
-    try:
-        d = datetime.date.fromisoformat(date.strip()[:10])
-    except ValueError:
-        return "1970-01-01T00:00:00Z"
-    return f"{d.isoformat()}T00:00:00Z"
-
-
-def download_url(book: str, root: str = "") -> str:
-    """The URL ``zim serve --downloads`` serves a book's .zim file at."""
-    return f"{quote(root, safe='/')}/download/{quote(book, safe='')}.zim"
-
-
-def _acquisition(b: Book, root: str) -> str:
-    """The OPDS acquisition link (as library.kiwix.org's entries have) to the book's file."""
-    if b.file is None:
-        return ""
-    try:
-        size = b.file.stat().st_size
-    except OSError:
-        return ""
-    return (f"    <link rel=\"http://opds-spec.org/acquisition/open-access\" type=\"application/x-zim\" "
-            f"href=\"{esc(download_url(b.name, root))}\" length=\"{size}\" />\n")
-
-
-def opds_entries(books: Sequence[Book], feed_id: str, total: int, start: int, root: str = "",
-                 downloads: bool = False) -> str:
-    """The OPDS acquisition feed of ``/catalog/v2/entries``: an Atom entry per
-    book with the fields Kiwix clients read (UUID, title, language, counts,
-    48-pixel thumbnail when there is one, and with ``downloads`` a link to the
-    book's file)."""
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    entries = []
-    for b in books:
-        thumb = ""
-        if 48 in b.illustration_sizes:
-            thumb = (f"    <link rel=\"http://opds-spec.org/image/thumbnail\" "
-                     f"href=\"{esc(quote(root, safe='/'))}/catalog/v2/illustration/{esc(b.uuid)}/?size=48\" "
-                     f"type=\"image/png;width=48;height=48;scale=1\"/>\n")
-        entries.append(
-            "  <entry>\n"
-            f"    <id>urn:uuid:{esc(b.uuid)}</id>\n    <title>{esc(b.title)}</title>\n"
-            f"    <updated>{_iso_date(b.date)}</updated>\n    <summary>{esc(b.description)}</summary>\n"
-            f"    <language>{esc(b.language)}</language>\n    <name>{esc(b.name)}</name>\n"
-            f"    <flavour>{esc(b.flavour)}</flavour>\n    <category></category>\n"
-            f"    <tags>{esc(b.tags)}</tags>\n    <articleCount>{b.article_count}</articleCount>\n"
-            f"    <mediaCount>{b.media_count}</mediaCount>\n{thumb}"
-            f"    <link type=\"text/html\" href=\"{esc(content_url(b.name, root=root).rstrip('/'))}\" />\n"
-            f"{_acquisition(b, root) if downloads else ''}"
-            f"    <author>\n      <name>{esc(b.creator)}</name>\n    </author>\n"
-            f"    <publisher>\n      <name>{esc(b.publisher)}</name>\n    </publisher>\n"
-            f"    <dc:issued>{_iso_date(b.date)}</dc:issued>\n  </entry>\n"
-        )
-    return (
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-        "<feed xmlns=\"http://www.w3.org/2005/Atom\"\n      xmlns:dc=\"http://purl.org/dc/terms/\"\n"
-        "      xmlns:opds=\"https://specs.opds.io/opds-1.2\"\n"
-        "      xmlns:opensearch=\"http://a9.com/-/spec/opensearch/1.1/\">\n"
-        f"  <id>{esc(feed_id)}</id>\n"
-        "  <link rel=\"self\" href=\"/catalog/v2/entries\" "
-        "type=\"application/atom+xml;profile=opds-catalog;kind=acquisition\"/>\n"
-        "  <link rel=\"start\" href=\"/catalog/v2/root.xml\" "
-        "type=\"application/atom+xml;profile=opds-catalog;kind=navigation\"/>\n"
-        "  <link rel=\"up\" href=\"/catalog/v2/root.xml\" "
-        "type=\"application/atom+xml;profile=opds-catalog;kind=navigation\"/>\n"
-        f"  <title>All Entries</title>\n  <updated>{now}</updated>\n"
-        f"  <totalResults>{total}</totalResults>\n  <startIndex>{start}</startIndex>\n"
-        f"  <itemsPerPage>{len(books)}</itemsPerPage>\n{''.join(entries)}</feed>\n"
-    )

@@ -12,6 +12,9 @@ that arrived whole is bounded by the app (``Limits.max_header_bytes``).
 
 from __future__ import annotations
 
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any
 
 HEAD_LIMIT = 16 * 1024  # bytes of one request's line and headers; h11's bound is set to the same
@@ -31,15 +34,134 @@ def loop_name() -> str:
     return "uvloop"
 
 
-def protocol_class(http: str = "auto") -> Any:
+@dataclass
+class ConnectionRules:
+    """What one client may hold open (kept by the protocol, for every connection).
+
+    ``head_timeout``: seconds for a request's line and headers to arrive, from
+    the connection's start or the previous response's end (a client trickling a
+    head a byte at a time is cut: 408); ``per_address``: open connections from
+    one address (kiwix-serve ``-L``; 0: no limit), beyond which a new one gets
+    503 and is closed; ``max_connections``: open connections in all, beyond
+    which the one waiting longest for its head is closed to make room (busy
+    connections are never cut; when all are busy, the new one gets 503).
+    """
+
+    per_address: int = 0
+    max_connections: int = 1000
+    head_timeout: float = 20.0
+    per_ip: dict[str, int] = field(default_factory=dict, repr=False)
+    waiting: OrderedDict[Any, float] = field(default_factory=OrderedDict, repr=False)  # oldest first
+    open: int = 0
+    refused: int = 0  # connections refused or cut (for tests and logs)
+
+
+class _Rules:
+    """The mixin that applies :class:`ConnectionRules` to one of uvicorn's protocols."""
+
+    rules: ConnectionRules
+    _counted: str | None = None
+    _head_timer: Any = None
+    _served: Any = None  # the request cycle answered last
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)  # type: ignore[misc]
+        r = self.rules
+        ip = str(self.client[0]) if getattr(self, "client", None) else ""  # type: ignore[attr-defined]
+        if r.per_address and r.per_ip.get(ip, 0) >= r.per_address:
+            self._refuse_with(b"503 Service Unavailable", b"Too many connections from this address.")
+            return
+        if r.max_connections and r.open >= r.max_connections and not self._make_room():
+            self._refuse_with(b"503 Service Unavailable", b"The server has too many connections.")
+            return
+        self._counted = ip
+        r.per_ip[ip] = r.per_ip.get(ip, 0) + 1
+        r.open += 1
+        self._wait_for_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        r = self.rules
+        if self._counted is not None:
+            n = r.per_ip.get(self._counted, 1) - 1
+            if n:
+                r.per_ip[self._counted] = n
+            else:
+                r.per_ip.pop(self._counted, None)
+            r.open -= 1
+            self._counted = None
+        self._stop_waiting()
+        super().connection_lost(exc)  # type: ignore[misc]
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)  # type: ignore[misc]
+        if self._head_timer is not None and self._busy():
+            self._stop_waiting()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()  # type: ignore[misc]
+        self._served = getattr(self, "cycle", None)
+        if not self.transport.is_closing():  # type: ignore[attr-defined]
+            self._wait_for_head()
+
+    def _busy(self) -> bool:
+        """A request's head has arrived and its response is not finished."""
+        cycle = getattr(self, "cycle", None)
+        return cycle is not None and cycle is not self._served and not cycle.response_complete
+
+    def _wait_for_head(self) -> None:
+        self._stop_waiting()
+        loop = self.loop  # type: ignore[attr-defined]
+        self._head_timer = loop.call_later(self.rules.head_timeout, self._head_expired)
+        self.rules.waiting[self] = time.monotonic()
+
+    def _stop_waiting(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+        self.rules.waiting.pop(self, None)
+
+    def _head_expired(self) -> None:
+        self._head_timer = None
+        self.rules.waiting.pop(self, None)
+        if not self._busy():
+            self._refuse_with(b"408 Request Timeout", b"The request did not arrive in time.")
+
+    def _make_room(self) -> bool:
+        """Close the connection waiting longest for a head; False when none waits."""
+        while self.rules.waiting:
+            other, _ = self.rules.waiting.popitem(last=False)
+            if other is not self and not other._busy():
+                other._stop_waiting()
+                other._refuse_with(b"503 Service Unavailable", b"Closed to make room for another client.")
+                return True
+        return False
+
+    def _refuse_with(self, status: bytes, msg: bytes) -> None:
+        self.rules.refused += 1
+        self._stop_waiting()
+        transport = self.transport  # type: ignore[attr-defined]
+        if transport.is_closing():
+            return
+        transport.write(b"HTTP/1.1 " + status + b"\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                        b"content-length: " + str(len(msg)).encode() + b"\r\nconnection: close\r\n\r\n" + msg)
+        transport.close()
+
+
+def protocol_class(http: str = "auto", rules: ConnectionRules | None = None) -> Any:
     """The uvicorn ``http`` setting for ``http`` ("auto", "httptools" or "h11"):
     "auto" is httptools when installed, else h11. Raises ImportError when
-    "httptools" is asked for and is not installed."""
+    "httptools" is asked for and is not installed. With ``rules``, a protocol
+    class applying them (to that parser)."""
     if http == "h11" or (http == "auto" and not httptools_available()):
-        return "h11"
+        if rules is None:
+            return "h11"
+        from uvicorn.protocols.http.h11_impl import H11Protocol
+        return type("RuledH11Protocol", (_Rules, H11Protocol), {"rules": rules})
     if not httptools_available():
         raise ImportError("httptools is not installed")
-    return BoundedHttpToolsProtocol
+    if rules is None:
+        return BoundedHttpToolsProtocol
+    return type("RuledHttpToolsProtocol", (_Rules, BoundedHttpToolsProtocol), {"rules": rules})
 
 
 # uvicorn's httptools protocol imports httptools: without it (the serve extra

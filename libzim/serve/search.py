@@ -8,7 +8,8 @@ from starlette.routing import Route
 
 from libzim import ZimError
 
-from . import pages
+from . import opds, pages
+from .catalog import filter_books
 from .core import GET, SLOW, HTTPError, Server, bytes_response, endpoint, root_of, text_response
 from .library import Book
 
@@ -31,15 +32,24 @@ def search_books(server: Server, request: Request) -> list[Book]:
         if b is None:
             raise HTTPError(400, f"No such book id: {i}")
         books.append(b)
+    if not books and any(k.startswith("books.filter.") for k in request.query_params):
+        books = [b for b in filter_books(server, list(lib.books.values()), request.query_params, "books.filter.")
+                 if b.archive.has_fulltext_index]
+        if not books:
+            raise HTTPError(400, "No book matches the selection (books.filter.*).")
     if not books:
         books = lib.searchable()
         if not books:
-            raise HTTPError(400, "No book of this library has a full-text index.")
+            raise HTTPError(404, "No book of this library has a full-text index.")
     seen: dict[str, Book] = {}
     for b in books:
-        if not b.archive.has_fulltext_index:
-            raise HTTPError(400, f"The full-text search is not available for {b.name}")
+        if not b.archive.has_fulltext_index:  # kiwix-serve: 404 "fulltext-search-unavailable"
+            raise HTTPError(404, f"The full-text search is not available for {b.name}")
         seen.setdefault(b.name, b)
+    limit = server.options.search_limit
+    if limit and len(seen) > limit:
+        raise HTTPError(400, f"A search may cover at most {limit} book(s) here (--searchLimit); "
+                             f"it asked for {len(seen)}.")
     return sorted(seen.values(), key=lambda b: b.name)
 
 
@@ -49,7 +59,7 @@ def _search(server: Server, books: tuple[Book, ...], pattern: str, start: int,
     try:
         search = lib.search(books, pattern)
         total = search.get_estimated_matches()
-        results = list(search.get_results(start - 1, length)) if start - 1 < total else []
+        results = list(search.get_results(start, length)) if start < total else []
         hits = []
         for r in results:
             book = lib.book_of(r.archive) or books[0]
@@ -68,8 +78,8 @@ async def search(server: Server, request: Request) -> Response:
     if len(pattern) > server.limits.max_query_chars:
         raise HTTPError(400, f"The query is longer than {server.limits.max_query_chars} characters.")
     books = search_books(server, request)
-    start = server.int_param(request, "start", 1, 1)
-    length = server.int_param(request, "pageLength", 25, 1, server.limits.max_page_length)
+    start = server.int_param(request, "start", 0, 0)  # 0-based, as libkiwix 14.1+
+    length = server.int_param(request, "pageLength", 25, 0, server.limits.max_page_length) or 25  # 0: the default
     total, hits = await server.run(_search, server, tuple(books), pattern, start, length, priority=SLOW)
     names = [b.name for b in books]
     if q.get("format") == "xml":
@@ -79,16 +89,17 @@ async def search(server: Server, request: Request) -> Response:
                          "text/html; charset=utf-8")
 
 
-def _suggest_body(books: list[Book], term: str, count: int) -> bytes:
+def _suggest_body(books: list[Book], term: str, start: int, count: int) -> bytes:
     """The /suggest response body, built on the worker: the event loop only sends it."""
-    return pages.suggest_json(_suggest(books, term, count), term).encode("utf-8")
+    fulltext = any(b.archive.has_fulltext_index for b in books)
+    return pages.suggest_json(_suggest(books, term, start, count), term, fulltext).encode("utf-8")
 
 
-def _suggest(books: list[Book], term: str, count: int) -> list[dict[str, str]]:
+def _suggest(books: list[Book], term: str, start: int, count: int) -> list[dict[str, str]]:
     per_book: list[list[dict[str, str]]] = []
     for b in books:
         try:
-            results = b.suggester.suggest(term).get_results(0, count)
+            results = b.suggester.suggest(term).get_results(start, count)
             rows = [{"value": r.title, "label": r.snippet or r.title, "kind": "path", "path": r.path,
                      "book": b.name} for r in results]
         except (ZimError, ValueError, RuntimeError):
@@ -114,17 +125,25 @@ async def suggest(server: Server, request: Request) -> Response:
     term = q.get("term", "")
     if len(term) > server.limits.max_query_chars:
         raise HTTPError(400, f"The term is longer than {server.limits.max_query_chars} characters.")
-    count = server.int_param(request, "count", 10, 0, server.limits.max_suggest_count)
-    if term and count:
-        body = await server.run(_suggest_body, books, term, count)
+    count = server.int_param(request, "count", 10, 0, server.limits.max_suggest_count) or 10  # 0: kiwix's 10
+    start = server.int_param(request, "start", 0, 0, 1_000_000)
+    if term:
+        body = await server.run(_suggest_body, books, term, start, count)
     else:  # nothing to look up: no trip to a worker
-        body = pages.suggest_json([], term).encode("utf-8")
+        fulltext = any(b.archive.has_fulltext_index for b in books)
+        body = pages.suggest_json([], term, fulltext).encode("utf-8")
     return bytes_response(request, body, "application/json; charset=utf-8")
+
+
+async def searchdescription(server: Server, request: Request) -> Response:
+    """``/search/searchdescription.xml``: the OpenSearch description the RSS results link."""
+    return text_response(request, opds.searchdescription(root_of(request), "search"), opds.OPENSEARCH)
 
 
 def routes(server: Server) -> list[Route]:
     """``/search`` and ``/suggest``."""
     return [
         Route("/search", endpoint(server, search), methods=GET),
+        Route("/search/searchdescription.xml", endpoint(server, searchdescription), methods=GET),
         Route("/suggest", endpoint(server, suggest), methods=GET),
     ]

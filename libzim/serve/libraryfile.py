@@ -1,0 +1,239 @@
+"""kiwix-manage's ``library.xml`` files, and building (and rebuilding) the served library.
+
+A library file lists books (``<book id=... path=... title=... />``); a relative
+``path`` is relative to the file's folder. The file is parsed with expat and a
+DTD refused outright (so no entity can expand: no "billion laughs", no
+external entity), within a size and a book-count bound; a value that is not a
+sane number is ignored. A path may lead anywhere (kiwix-manage writes absolute
+ones too), but only a readable ZIM archive becomes a book: a path to any other
+file is an invalid archive, never served.
+
+:class:`Source` remembers where a library came from and rebuilds it: on a
+reload (SIGHUP, or ``--monitorLibrary`` seeing a file change), the books whose
+file is unchanged keep their open Archive, a replaced file is opened anew, a
+removed book goes; requests under way keep the Book they started with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import xml.parsers.expat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from .library import Book, Library, book_name_from_path, file_stamp, find_archives
+
+__all__ = ["LibraryFileError", "Source", "read_library_file"]
+
+log = logging.getLogger("libzim.serve")
+
+MAX_FILE_BYTES = 64 << 20  # a library of 100,000 books with favicons is ~60 MiB
+MAX_BOOKS = 200_000
+
+
+class LibraryFileError(ValueError):
+    """A library file that cannot be read: its path and the defect, in one line."""
+
+
+class _Refused(Exception):
+    pass
+
+
+def _refuse(*_: object) -> None:
+    raise _Refused("a DTD or entity declaration (refused: entities could expand without end)")
+
+
+def read_library_file(path: str | os.PathLike[str]) -> list[dict[str, str]]:
+    """The ``<book>`` elements of a kiwix-manage library file, as attribute dicts, each
+    ``path`` made absolute against the file's folder; raises LibraryFileError naming the
+    file and the defect (unreadable, too big, malformed, a DTD, too many books)."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise LibraryFileError(f"{p}: cannot read the library file ({e.strerror or e})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise LibraryFileError(f"{p}: library file larger than {MAX_FILE_BYTES >> 20} MiB")
+    books: list[dict[str, str]] = []
+    depth = [0]
+    root_tag: list[str] = []
+
+    def start(tag: str, attrs: dict[str, str]) -> None:
+        depth[0] += 1
+        if depth[0] == 1:
+            root_tag.append(tag)
+        elif depth[0] == 2 and tag == "book":
+            if len(books) >= MAX_BOOKS:
+                raise _Refused(f"more than {MAX_BOOKS} books")
+            books.append(dict(attrs))
+
+    def end(tag: str) -> None:
+        depth[0] -= 1
+
+    parser = xml.parsers.expat.ParserCreate()
+    parser.StartDoctypeDeclHandler = _refuse
+    parser.EntityDeclHandler = _refuse
+    parser.ExternalEntityRefHandler = _refuse  # type: ignore[assignment]
+    parser.StartElementHandler = start
+    parser.EndElementHandler = end
+    try:
+        parser.Parse(data, True)
+    except _Refused as e:
+        raise LibraryFileError(f"{p}: {e}") from None
+    except xml.parsers.expat.ExpatError as e:
+        raise LibraryFileError(f"{p}: malformed XML ({e})") from None
+    if root_tag != ["library"]:
+        raise LibraryFileError(f"{p}: not a kiwix library file (its root element is not <library>)")
+    base = p.resolve().parent
+    for b in books:
+        if b.get("path"):
+            b["path"] = str(base / b["path"])  # an absolute path stays as it is
+    return books
+
+
+@dataclass
+class Source:
+    """Where the served library comes from, to build it again on a reload.
+
+    ``archives``: ZIM files and folders (``zim serve ARCHIVE...``);
+    ``library_files``: kiwix-manage library files (``--library``), merged in
+    order (the first book of a name wins, as kiwix-serve). ``skip_invalid``:
+    an unreadable archive is logged and skipped instead of failing (books a
+    library file lists whose file is missing are always skipped, logged: kiwix
+    counts them as remote books). ``date_aliases``: kiwix-serve ``-z``.
+    """
+
+    archives: list[str] = field(default_factory=list)
+    library_files: list[str] = field(default_factory=list)
+    skip_invalid: bool = False
+    date_aliases: bool = False
+    search_cache: int = 64
+
+    def stamp(self) -> tuple[tuple[str, int, int], ...]:
+        """The library files' modification times and sizes: a change means a reload."""
+        out = []
+        for f in self.library_files:
+            try:
+                st = os.stat(f)
+                out.append((f, st.st_mtime_ns, st.st_size))
+            except OSError:
+                out.append((f, 0, -1))
+        return tuple(out)
+
+    def _entries(self) -> Iterable[tuple[Path, dict[str, str] | None]]:
+        for path in find_archives(self.archives):
+            yield path, None
+        for lf in self.library_files:
+            for info in read_library_file(lf):
+                if not info.get("path"):
+                    log.warning("%s: a book without a path (id %s): skipped", lf, info.get("id", "?")[:80])
+                    continue
+                path = Path(info["path"])
+                if not path.is_file():
+                    log.warning("%s: %s: no such file (a remote book?): skipped", lf, path)
+                    continue
+                yield path, info
+
+    def load(self, previous: Library | None = None) -> Library:
+        """A new Library from the sources; books of ``previous`` whose file is unchanged
+        are kept as they are (their Archive stays open). Raises LibraryFileError for a
+        bad library file, or what Archive() raises for a bad archive (without
+        ``skip_invalid``)."""
+        keep: dict[tuple[str, int, int], Book] = {}
+        if previous is not None:
+            for b in previous.books.values():
+                if b.stamp is not None:
+                    keep[b.stamp] = b
+        books: list[Book] = []
+        names: set[str] = set()
+        for path, info in self._entries():
+            name = book_name_from_path(path)
+            if name in names:
+                log.warning("%s: the book name %s is taken already: only the first is served", path, name)
+                continue
+            try:
+                key = file_stamp(path)
+                old = keep.get(key) if key is not None else None
+                if old is not None and old.name == name:
+                    book = _reused(old, path, info)
+                else:
+                    book = Book.open(name, path, info)
+            except Exception as e:  # noqa: BLE001 - any archive libzim cannot read
+                if not self.skip_invalid:
+                    raise
+                log.warning("skipping the invalid archive %s: %s", path, " ".join(str(e).split())[:300])
+                continue
+            names.add(name)
+            books.append(book)
+        lib = Library(books=books, date_aliases=self.date_aliases, search_cache=self.search_cache)
+        lib.source = self
+        return lib
+
+
+def _reused(old: Book, path: Path, info: dict[str, str] | None) -> Book:
+    """The same open archive; the library file's values as they are now."""
+    if info is None:
+        return old
+    fresh = Book.__new__(Book)
+    fresh.__dict__.update(old.__dict__)
+    fresh.apply(info)
+    return fresh
+
+
+class Reloader:
+    """Reloads ``server.library`` from its Source: on :meth:`request` (SIGHUP) and, when
+    ``monitor``, when a library file changes (checked every ``interval`` seconds, as
+    kiwix-serve does). A reload that fails keeps the old library and logs why."""
+
+    def __init__(self, server: object, monitor: bool, interval: float = 1.0) -> None:
+        self.server = server
+        self.monitor = monitor
+        self.interval = interval
+        self.reloads = 0  # successful reloads
+        self.failures = 0
+        self._wanted = False
+        lib = getattr(server, "library")
+        self._stamp = lib.source.stamp() if isinstance(lib.source, Source) else ()
+
+    def request(self) -> None:
+        """Reload at the next check (what SIGHUP does; safe from a signal handler)."""
+        self._wanted = True
+
+    def reload_now(self) -> bool:
+        """Rebuild the library now (in the calling thread); True when it was replaced."""
+        server = self.server
+        old = getattr(server, "library")
+        source = old.source
+        if not isinstance(source, Source):
+            return False
+        self._stamp = source.stamp()
+        try:
+            new = source.load(old)
+        except Exception as e:  # noqa: BLE001 - keep serving the old library, say why
+            self.failures += 1
+            log.error("the library was not reloaded (the old one is still served): %s", " ".join(str(e).split())[:500])
+            return False
+        setattr(server, "library", new)  # one assignment: a request sees the old or the new, whole
+        self.reloads += 1
+        log.info("library reloaded: %d book(s)", len(new.books))
+        return True
+
+    def due(self) -> bool:
+        """Whether a reload was asked for, or (monitoring) a library file changed."""
+        if self._wanted:
+            self._wanted = False
+            return True
+        lib = getattr(self.server, "library")
+        return self.monitor and isinstance(lib.source, Source) and lib.source.stamp() != self._stamp
+
+    async def run(self) -> None:
+        """Check every ``interval`` seconds until cancelled; reload in a thread (opening
+        archives must not stop the event loop)."""
+        while True:
+            await asyncio.sleep(self.interval)
+            if self.due():
+                await asyncio.to_thread(self.reload_now)
