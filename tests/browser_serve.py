@@ -42,6 +42,7 @@ from search_fixtures import PAGES_A, pages_with
 from test_serve import A, FRA, FRA_PAGES, HOSTILE_TITLE, _free_port, fra_path  # noqa: F401
 from test_serve_viewer import ARTICLES, READER, READER_TITLE, reader_path  # noqa: F401
 
+NOINDEX = "a-noindex"  # zim_noindex_path is .../a-noindex.zim
 WAIT = 20  # seconds any one browser step may take (a bound, not a measurement)
 
 
@@ -73,9 +74,9 @@ def _stop(proc) -> None:
 
 
 @pytest.fixture(scope="module")
-def server(zim_a_path, fra_path, reader_path):  # noqa: F811
-    """The three books, external links blocked (-b)."""
-    proc, base = _start([zim_a_path, fra_path, reader_path], "-b")
+def server(zim_a_path, fra_path, reader_path, zim_noindex_path):  # noqa: F811
+    """Four books (one without a full-text index), external links blocked (-b)."""
+    proc, base = _start([zim_a_path, fra_path, reader_path, zim_noindex_path], "-b")
     yield base
     _stop(proc)
 
@@ -146,7 +147,7 @@ def frame_source(drv) -> str:
 def test_library_page(server, browser):
     browser.get(server + "/")
     cards = browser.find_elements(By.CSS_SELECTOR, ".book")
-    assert {c.get_attribute("data-name") for c in cards} == {A, FRA, READER}
+    assert {c.get_attribute("data-name") for c in cards} == {A, FRA, READER, NOINDEX}
     titles = {c.find_element(By.CSS_SELECTOR, "a.title").text for c in cards}
     assert titles == {"Search fixture A", HOSTILE_TITLE, READER_TITLE}  # shown as text
     _no_alert(browser)
@@ -339,6 +340,21 @@ def test_viewer_type_ahead_and_search(server, browser, shots):
     assert _active_id(browser) == "zv-frame"
 
 
+def test_viewer_book_without_a_full_text_index(server, browser):
+    # No full-text row in the suggestions; Enter opens the first title rather than an error page.
+    _open_viewer(browser, server, f"{NOINDEX}/", f"#{NOINDEX}/index.html")
+    box = browser.find_element(By.ID, "zv-q")
+    WebDriverWait(browser, WAIT).until(lambda d: box.get_attribute("placeholder") == "Search Search fixture A")
+    box.send_keys("Shared")
+    rows = WebDriverWait(browser, WAIT).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, "#zv-suggestions a"))
+    assert not browser.find_elements(By.CSS_SELECTOR, "#zv-suggestions a.zv-fulltext")
+    first = rows[0].get_attribute("href").removeprefix(f"{server}/content/")
+    box.send_keys(Keys.ENTER)
+    _wait_hash(browser, f"#{first}")
+    assert first == f"{NOINDEX}/shared.html" and "shares its path" in frame_source(browser)
+
+
 def test_viewer_home_random_and_library(server, browser):
     _open_viewer(browser, server, f"{READER}/A/first.html", f"#{READER}/A/first.html")
     WebDriverWait(browser, WAIT).until(EC.visibility_of_element_located((By.ID, "zv-random")))
@@ -464,7 +480,7 @@ def test_viewer_options_and_unblocked_links(plain_server, browser, shots):
 def test_nojs_library(server, browser, shots):
     browser.get(server + "/nojs")
     items = browser.find_elements(By.CSS_SELECTOR, ".zv-books li")
-    assert {i.get_attribute("data-name") for i in items} == {A, FRA, READER}
+    assert {i.get_attribute("data-name") for i in items} == {A, FRA, READER, NOINDEX}
     _no_alert(browser)
     shot(browser, shots, "nojs")
     browser.find_element(By.CSS_SELECTOR, f"li[data-name='{READER}'] a.zv-title").click()

@@ -239,7 +239,7 @@ VIEWER_JS = r"""
 
   // -- type-ahead -------------------------------------------------------------------
 
-  var timer = 0, seq = 0, active = -1, items = [];
+  var timer = 0, seq = 0, active = -1, items = [], fulltext = true;
 
   function closeSuggestions() {
     seq++;
@@ -262,6 +262,8 @@ VIEWER_JS = r"""
 
   function render(rows, book, term) {
     closeSuggestions();
+    // /suggest ends with the full-text row only for a book with a full-text index.
+    fulltext = rows.some(function (r) { return r.kind !== 'path'; });
     rows.forEach(function (r, i) {
       var li = document.createElement('li'), a = document.createElement('a');
       li.id = 'zv-opt-' + i;
@@ -314,6 +316,11 @@ VIEWER_JS = r"""
     form.addEventListener('submit', function (e) {
       // The form targets the frame: the browser submits it there (GET /search).
       if (!box.value.trim()) { e.preventDefault(); return; }
+      if (!fulltext && items.length) {  // no full-text index: Enter opens the best title, not an error page
+        e.preventDefault();
+        items[0].firstChild.click();
+        return;
+      }
       closeSuggestions();
       box.blur();
       focusFrameNext = true;
