@@ -606,12 +606,52 @@ def _hostile_urls() -> list[tuple[str, dict[str, str]]]:
             (f"/search?pattern=quorvex&books.name={FRA}&start={q}", {}),
             (f"/content/{FRA}/A/page1.html?{q}", {}),
             (f"/suggest?term={q}", {}),
+            # issue 30's parameters and endpoints
+            (f"/search?pattern=quorvex&books.filter.lang={q}&books.filter.category={q}&books.filter.tag={q}", {}),
+            (f"/search?pattern=quorvex&books.filter.notag={q}&books.filter.q={q}&books.filter.name={q}", {}),
+            (f"/search?pattern=quorvex&books.filter.maxsize={q}&pageLength=0&start=0", {}),
+            (f"/suggest?content={FRA}&term=p&start={q}&count=0", {}),
+            (f"/catalog/v2/partial_entries?category={q}&tag={q}&notag={q}&maxsize={q}&count=-1", {}),
+            (f"/catalog/v2/entries?start={q}&count=-1&lang={q},fra", {}),
+            (f"/catalog/v2/entry/{q}", {}),
+            (f"/catalog/search?q={q}&{q}={q}", {}),
+            (f"/catalog/root.xml?{q}", {}),
+            (f"/catalog/v2/categories?{q}", {}),
+            (f"/catalog/v2/languages?{q}", {}),
+            (f"/catalog/v2/searchdescription.xml?{q}", {}),
+            (f"/search/searchdescription.xml?{q}", {}),
+            (f"/search/{q}", {}),
+            (f"/{q}?{q}={q}", {}),
+            (f"/content/{FRA}/A/page1.html", {"Accept-Encoding": raw}),
+            (f"/content/{FRA}/A/page1.html", {"Accept-Encoding": f"gzip;q={raw}", "Range": "bytes=0-3"}),
+            (f"/catalog/v2/entries?count={q}", {"Accept-Encoding": "gzip", "If-None-Match": raw}),
         ]
     return out
 
 
 def _check_no_echo(text: str, url: str) -> None:
     assert "<zz9" not in text and "<ZZ9" not in text, url
+
+
+@pytest.fixture(scope="module")
+def rooted_client(zim_a_path, fra_path):
+    """The same books under kiwix-serve's --urlRootLocation."""
+    with TestClient(create_app([zim_a_path, fra_path], threads=2, root="/wiki")) as c:
+        yield c
+
+
+def test_hostile_requests_under_a_root_location(rooted_client):
+    # Every hostile URL, under /wiki and outside it: the same guarantees.
+    for url, headers in _hostile_urls()[::7]:
+        for target in ("/wiki" + url, url):
+            hdrs = {k: v.encode("utf-8", "surrogatepass") for k, v in headers.items()}
+            r = rooted_client.get(target, headers=hdrs, follow_redirects=False)
+            assert r.status_code < 500, (target, r.status_code)
+            _check_no_echo(r.text, target)
+            for k, v in r.headers.items():
+                assert "<zz9" not in v and "\n" not in v and "\r" not in v, (target, k, v)
+            if r.status_code in (301, 302):
+                assert r.headers["location"].startswith("/wiki/"), (target, r.headers["location"])
 
 
 def test_hostile_requests(client):

@@ -115,10 +115,16 @@ def fetch_kiwix_archives(data: Path, names: tuple[str, ...] = KIWIX_ARCHIVES) ->
             raise SystemExit(f"peer_suite: apt-get source {KIWIX_SOURCE} gave no orig tarball:\n{proc.stderr}")
         data.mkdir(parents=True, exist_ok=True)
         with tarfile.open(tarballs[0]) as tar:
+            links: dict[str, str] = {}
             for member in tar.getmembers():
                 parts = member.name.split("/")
-                if parts[1:3] == ["test", "data"] and len(parts) == 4 and parts[-1] in names and member.isfile():
-                    (data / parts[-1]).write_bytes(tar.extractfile(member).read())  # type: ignore[union-attr]
+                if parts[1:3] == ["test", "data"] and len(parts) == 4 and parts[-1] in names:
+                    if member.isfile():
+                        (data / parts[-1]).write_bytes(tar.extractfile(member).read())  # type: ignore[union-attr]
+                    elif member.issym() and "/" not in member.linkname:  # another file there, under this name
+                        links[parts[-1]] = f"{parts[0]}/test/data/{member.linkname}"
+            for name, target in links.items():
+                (data / name).write_bytes(tar.extractfile(tar.getmember(target)).read())  # type: ignore[union-attr]
     missing = [n for n in names if not (data / n).is_file()]
     if missing:
         raise SystemExit(f"peer_suite: {tarballs[0].name} lacks test/data/{missing}")

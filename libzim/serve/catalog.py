@@ -4,6 +4,8 @@ illustrations and the library page ``/``; the book filters that ``/search``'s
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import Response
@@ -13,7 +15,7 @@ from libzim import ZimError
 
 from . import opds, pages
 from .content import etag_of, send_bytes
-from .core import GET, HTTPError, Server, endpoint, root_of, text_response
+from .core import GET, NO_CACHE, HTTPError, Server, endpoint, root_of, text_response
 from .library import Book
 
 __all__ = ["filter_books", "routes"]
@@ -56,10 +58,16 @@ def filter_books(server: Server, books: list[Book], q: QueryParams, prefix: str 
     return books
 
 
+def by_title(books: list[Book]) -> list[Book]:
+    """The books in kiwix-serve's catalog order: by title, case and punctuation ignored
+    ("Charles, Ray" < "Ray Charles" < "Ray (uncategorized) Charles")."""
+    return sorted(books, key=lambda b: ("".join(c for c in b.title.casefold() if c.isalnum()), b.title, b.name))
+
+
 def _page_of(server: Server, request: Request) -> tuple[list[Book], int, int, str]:
     """The filtered books of this request's page, their total, the start, the query string."""
     lib = server.library
-    books = filter_books(server, list(lib.books.values()), request.query_params)
+    books = filter_books(server, by_title(list(lib.books.values())), request.query_params)
     start = server.int_param(request, "start", 0, 0)
     count = server.int_param(request, "count", 10, -1, MAX_COUNT)
     if count < 0:
@@ -72,7 +80,7 @@ def _content_root(server: Server, request: Request) -> str | None:
     with --catalogOnly)."""
     if server.options.content_server_url:
         return server.options.content_server_url
-    return None if server.options.catalog_only else root_of(request)
+    return None if server.options.catalog_only else quote(root_of(request), safe="/")
 
 
 def library_id(server: Server) -> str:
@@ -102,7 +110,7 @@ async def catalog_legacy_search(server: Server, request: Request) -> Response:
 
 async def catalog_legacy_root(server: Server, request: Request) -> Response:
     """The legacy ``/catalog/root.xml``: every book, one feed."""
-    books = list(server.library.books.values())
+    books = by_title(list(server.library.books.values()))
     body = opds.entries_feed(books, library_id(server), len(books), 0, "", root_of(request),
                              _content_root(server, request), downloads=server.options.downloads, endpoint="/catalog")
     return text_response(request, body, opds.ACQUISITION)
@@ -163,7 +171,8 @@ async def illustration(server: Server, request: Request) -> Response:
     size = server.int_param(request, "size", 48, 1, 100_000)
     body, mimetype = await server.run(_illustration, book, size)
     etag = etag_of(book.archive_uuid or book.uuid, "illustration", str(size))
-    return send_bytes(request, body, mimetype or "image/png", etag)
+    # kiwix-serve: the library's (not the archive's), so revalidated as its other documents
+    return send_bytes(request, body, mimetype or "image/png", etag, cache=NO_CACHE)
 
 
 async def home(server: Server, request: Request) -> Response:

@@ -147,13 +147,13 @@ async def download(server: Server, request: Request) -> Response:
 
 
 def send_bytes(request: Request, body: bytes | memoryview, mimetype: str, etag: str,
-               packed: bytes | None = None) -> Response:
+               packed: bytes | None = None, cache: str = CONTENT_CACHE) -> Response:
     """Content with its ETag: 304 when the client has it, 206/416 for ranges, else 200;
     ``packed``: the content gzipped (sent, with its own ETag, when there is no range)."""
     if not _MIME_OK.match(mimetype):
         mimetype = "application/octet-stream"
     gz_etag = etag[:-1] + '.gz"'
-    headers = {"ETag": etag, "Cache-Control": CONTENT_CACHE, "Accept-Ranges": "bytes"}
+    headers = {"ETag": etag, "Cache-Control": cache, "Accept-Ranges": "bytes"}
     if compressible(mimetype):
         headers["Vary"] = "Accept-Encoding"
     rng = request.headers.get("range")

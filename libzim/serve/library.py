@@ -251,7 +251,10 @@ class Library:
     A search being paged is kept (LRU, ``search_cache`` entries) so that the next
     page asks the same ``Search`` for more results instead of making a new one
     (parsed once; Xapian matches each requested page); searchers over several
-    books are kept the same way.
+    books are kept the same way. ``paths``: archives and folders to open;
+    ``books``: Books opened already (a :class:`~libzim.serve.libraryfile.Source`
+    builds them from library files); ``date_aliases``: kiwix-serve ``-z``'s
+    date-less names (:meth:`get` answers them).
     """
 
     def __init__(self, paths: Iterable[str | os.PathLike[str]] = (), *, search_cache: int = 64,
