@@ -993,3 +993,55 @@ def test_core_imports_without_the_extra():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, **child_python())
     assert r.returncode == 0, r.stderr
     assert "serve extra" in r.stderr
+
+
+# == hostile requests to the reading routes (issue 30, section 3: the viewer) ==============
+# Kept apart from the block above to ease merges; the same payloads and checks, on
+# /viewer, its /skin/ files, /nojs and /catch/external. The viewer's hash never
+# reaches the server: tests/browser_serve.py feeds odd hashes to the browser.
+
+HOSTILE_SOURCES = [
+    "javascript:alert(1)", "JAVASCRIPT:alert(1)", "\tjavascript:alert(1)", "java%0ascript:alert(1)",
+    "javascript&colon;alert(1)", "data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==",
+    "vbscript:msgbox(1)", "//evil.example/", "\\\\evil.example\\x", "http://x\" onmouseover=\"alert(1)",
+    "https://example.org/<script>alert(1)</script>", "https://example.org/\r\nSet-Cookie: x=1",
+]
+
+
+def _viewer_hostile_urls() -> list[str]:
+    out = []
+    for p in PAYLOADS + HOSTILE_SOURCES:
+        q = quote(p.encode("utf-8", "surrogatepass"), safe="")
+        out += [
+            f"/viewer?{q}", f"/viewer?{q}={q}", f"/viewer/{q}", f"/skin/{q}", f"/skin/viewer.js?v={q}",
+            f"/nojs?q={q}", f"/nojs?lang={q}&q={q}", f"/nojs/{q}",
+            f"/catch/external?source={q}", f"/catch/external?source={q}&source={q}", f"/catch/{q}?source={q}",
+            f"/catch/external?{q}={q}",
+        ]
+    return out
+
+
+def test_hostile_requests_to_the_reading_routes(client):
+    statuses: dict[int, int] = {}
+    for url in _viewer_hostile_urls():
+        for method in ("GET", "HEAD"):
+            r = client.request(method, url, follow_redirects=False)
+            statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
+            assert r.status_code < 500, (url, r.status_code)
+            _check_no_echo(r.text, url)
+            assert "<script>alert" not in r.text and "onmouseover=\"alert" not in r.text, url
+            for k, v in r.headers.items():
+                assert "<zz9" not in v and "\n" not in v and "\r" not in v, (url, k, v)
+            if r.headers.get("content-type", "").startswith("text/html") and r.status_code == 200:
+                assert "content-security-policy" in r.headers, url
+            if "/catch/external" in url and r.status_code == 200:
+                # A link out is only ever a web address: never javascript:, data:, vbscript: ...
+                for href in re.findall(r'href="([^"]*)"', r.text):
+                    assert html.unescape(href).lower().lstrip().startswith(("/", "http://", "https://")), (url, href)
+    assert statuses.get(200, 0) > 100 and statuses.get(404, 0) > 100, statuses
+
+
+def test_catch_external_huge_source(client):
+    assert client.get("/catch/external?source=https://x.org/" + "a" * 5000).status_code == 400
+    assert client.get("/catch/external?source=https://x.org/" + "a" * 9000).status_code == 414  # the URL limit
+    assert client.get("/nojs?q=" + "a" * 1001).status_code == 400

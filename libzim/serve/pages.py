@@ -48,9 +48,19 @@ body{font-family:sans-serif;margin:0 auto;max-width:60em;padding:1em}
 _SUGGEST_JS = """
 (function(){
   var box=document.getElementById('kiwixsearchbox'), sel=document.getElementById('book'),
-      out=document.getElementById('suggestions'), timer=null,
-      root=(document.getElementById('kiwixsearchform')||{}).dataset.root||'';
+      form=document.getElementById('kiwixsearchform'), out=document.getElementById('suggestions'), timer=null,
+      root=(form||{}).dataset.root||'', viewer=root+'/viewer#';
+  // With JavaScript, books, suggestions and searches open in the viewer (/viewer#BOOK/PATH);
+  // the links' hrefs stay /content/ for browsers without it.
+  document.querySelectorAll('.book a.title').forEach(function(a){
+    var p=root+'/content/', u=new URL(a.href, location.href);
+    if(u.pathname.indexOf(p)===0) a.href=viewer+u.pathname.slice(p.length);
+  });
   if(!box||!sel||!out) return;
+  form.addEventListener('submit', function(e){
+    e.preventDefault();
+    if(box.value.trim()) location.href=viewer+'search?'+new URLSearchParams({'books.name': sel.value, pattern: box.value});
+  });
   box.addEventListener('input', function(){
     clearTimeout(timer);
     timer=setTimeout(function(){
@@ -65,8 +75,8 @@ _SUGGEST_JS = """
             a.className='suggestion';
             a.textContent=it.value;
             a.href= it.kind==='path'
-              ? root+'/content/'+encodeURIComponent(sel.value)+'/'+it.path.split('/').map(encodeURIComponent).join('/')
-              : root+'/search?books.name='+encodeURIComponent(sel.value)+'&pattern='+encodeURIComponent(term);
+              ? viewer+encodeURIComponent(sel.value)+'/'+it.path.split('/').map(encodeURIComponent).join('/')
+              : viewer+'search?books.name='+encodeURIComponent(sel.value)+'&pattern='+encodeURIComponent(term);
             out.appendChild(a);
           });
         }).catch(function(){});

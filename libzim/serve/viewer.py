@@ -1,0 +1,244 @@
+"""Reading: the viewer (``/viewer#BOOK/PATH``), the library without JavaScript
+(``/nojs``) and the page an external link is caught on (``/catch/external``).
+
+The viewer is one static page per configuration: a toolbar (search with
+type-ahead, the book's main page, the library, a random article) over a frame
+that shows ``/content/...`` as it is; its script (viewer_assets.py) keeps the
+address bar on the frame's article. Every page here escapes what it echoes
+and is sent with a Content-Security-Policy allowing only what it needs: the
+viewer runs its own script file (no inline script), fetches from and frames
+this server only; the plain pages run no script at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Sequence
+from urllib.parse import quote, urlsplit
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from . import pages
+from .core import GET, NO_CACHE, Options, Server, endpoint, root_of
+from .library import Book
+from .viewer_assets import ASSET_VERSION, VIEWER_CSS, VIEWER_JS
+
+__all__ = ["routes", "viewer_page", "nojs_page", "catch_page", "viewer_url", "linkable",
+           "VIEWER_CSP", "PAGE_CSP"]
+
+# The viewer: its own script and stylesheet, fetches (/suggest, book titles) and
+# frames (/content, /search) from this server, images only from it (none today).
+VIEWER_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+              "frame-src 'self'; form-action 'self'; base-uri 'none'; object-src 'none'; frame-ancestors 'self'")
+# /nojs and /catch/external: no script, the stylesheet, the books' illustrations, GET forms to this server.
+PAGE_CSP = ("default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; "
+            "object-src 'none'; frame-ancestors 'self'")
+MAX_SOURCE_CHARS = 4096  # a longer /catch/external?source= is a 400, not a page
+
+
+def viewer_url(book: str, path: str = "", root: str = "") -> str:
+    """The viewer's URL of an entry (``ROOT/viewer#BOOK/PATH``), segments percent-encoded
+    as in content_url, so the frame's URL is the entry's ``/content/`` URL."""
+    return f"{quote(root, safe='/')}/viewer#{quote(book, safe='')}/{quote(path, safe='/')}"
+
+
+_ICONS = {  # 24x24 outlines, drawn for this project
+    "library": '<path d="M4 4h4v16H4zM10 4h4v16h-4z"/><path d="M15.5 5.2l3.9-1 3.1 15.3-3.9 1z"/>',
+    "home": '<path d="M3 11.5L12 4l9 7.5"/><path d="M5.5 10v10h4.5v-6h4v6h4.5V10"/>',
+    "random": ('<rect x="3.5" y="3.5" width="17" height="17" rx="3"/><circle class="dot" cx="8.5" cy="8.5" r="1.5"/>'
+               '<circle class="dot" cx="12" cy="12" r="1.5"/><circle class="dot" cx="15.5" cy="15.5" r="1.5"/>'),
+}
+
+
+def _icon(name: str) -> str:
+    return (f'<svg class="zv-icon" viewBox="0 0 24 24" aria-hidden="true" focusable="false">{_ICONS[name]}</svg>')
+
+
+def _head(title: str, root: str, html_class: str = "") -> str:
+    cls = f' class="{html_class}"' if html_class else ""
+    return (f'<!DOCTYPE html>\n<html lang="en"{cls}><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'<title>{pages.esc(title)}</title>'
+            f'<link rel="stylesheet" href="{pages.esc(root)}/skin/viewer.css?v={ASSET_VERSION}">')
+
+
+def viewer_page(options: Options, root: str = "") -> str:
+    """The viewer's HTML: the toolbar's parts the options keep, an empty frame the
+    script fills from the URL's hash, and a note for browsers without JavaScript."""
+    r = pages.esc(quote(root, safe="/"))
+    library = (f'<a id="zv-library" class="zv-btn" href="{r}/" accesskey="l" title="The library: every book (Alt+Shift+L)">'
+               f'{_icon("library")}<span class="zv-label">Library</span></a>') if options.library_button else ""
+    home = (f'<a id="zv-home" class="zv-btn" href="{r}/" target="zv-frame" accesskey="h" hidden '
+            f'title="Main page of this book (Alt+Shift+H)">{_icon("home")}'
+            '<span class="zv-label" id="zv-book"></span><span class="zv-hide">: main page</span></a>')
+    search = (f'<form id="zv-search" role="search" method="get" action="{r}/search" target="zv-frame">'
+              '<input type="hidden" name="books.name" id="zv-search-book" disabled>'
+              '<input id="zv-q" name="pattern" type="search" autocomplete="off" spellcheck="false" accesskey="s" '
+              'role="combobox" aria-autocomplete="list" aria-expanded="false" aria-controls="zv-suggestions" '
+              'placeholder="Search" aria-label="Search (press / to come here)" maxlength="1000">'
+              '<ul id="zv-suggestions" role="listbox" aria-label="Suggestions" hidden></ul>'
+              '</form>') if options.search_bar else '<span class="zv-gap"></span>'
+    random = (f'<a id="zv-random" class="zv-btn" href="{r}/" target="zv-frame" accesskey="r" hidden '
+              f'title="A random article of this book (Alt+Shift+R)">{_icon("random")}'
+              '<span class="zv-label">Random</span></a>')
+    return (
+        _head("Library", root, "zv-viewer")
+        + f'<script src="{r}/skin/viewer.js?v={ASSET_VERSION}" defer></script></head>\n'
+        f'<body class="zv-viewer" data-root="{r}" data-block-external="{int(options.block_external)}">\n'
+        f'<nav id="zv-bar" aria-label="Reading">{library}{home}{search}{random}</nav>\n'
+        f'<noscript><p class="zv-noscript">This reader needs JavaScript. Without it, '
+        f'<a href="{r}/nojs">the library for browsers without JavaScript</a> opens the articles as they are.'
+        '</p></noscript>\n'
+        '<iframe id="zv-frame" name="zv-frame" title="Article"></iframe>\n</body></html>\n'
+    )
+
+
+def nojs_page(books: Sequence[Book], shown: Sequence[Book], query: str, lang: str, root: str = "") -> str:
+    """``/nojs``: the library as plain HTML (no script): a filter form (words,
+    language), the books it keeps with links to their main pages at ``/content/``,
+    and a full-text search form over the indexed books."""
+    r = pages.esc(quote(root, safe="/"))
+    langs = sorted({b.language for b in books if b.language})
+    lang_opts = '<option value="">All languages</option>' + "".join(
+        f'<option value="{pages.esc(x)}"{" selected" if x == lang else ""}>{pages.esc(x)}</option>' for x in langs)
+    filters = (f'<form method="get" action="{r}/nojs" role="search" aria-label="Find a book">'
+               f'<input type="search" name="q" value="{pages.esc(query)}" aria-label="Words in a book\'s title or '
+               f'description" placeholder="Find a book">'
+               f'<select name="lang" aria-label="Language">{lang_opts}</select>'
+               '<button type="submit">Find</button></form>')
+    items = []
+    for b in shown:
+        img = ""
+        if b.illustration_sizes:
+            size = 48 if 48 in b.illustration_sizes else b.illustration_sizes[0]
+            img = (f'<img src="{r}/catalog/v2/illustration/{pages.esc(quote(b.uuid, safe=""))}?size={size}" '
+                   'width="48" height="48" alt="">')
+        items.append(
+            f'<li data-name="{pages.esc(b.name)}">{img}'
+            f'<a class="zv-title" href="{pages.esc(pages.content_url(b.name, root=root))}">{pages.esc(b.title)}</a>'
+            f'<div class="zv-desc">{pages.esc(b.description)}</div>'
+            f'<div class="zv-meta">{pages.esc(b.language)} · {b.article_count:,} articles</div></li>')
+    indexed = [b for b in books if b.archive.has_fulltext_index]
+    search = ""
+    if indexed:
+        opts = "".join(f'<option value="{pages.esc(b.name)}">{pages.esc(b.title)}</option>' for b in indexed)
+        search = (f'<h2>Search in a book</h2><form method="get" action="{r}/search" role="search" '
+                  f'aria-label="Search the articles"><select name="books.name" aria-label="Book">{opts}</select>'
+                  '<input type="search" name="pattern" aria-label="Words to search" placeholder="Search the articles">'
+                  '<button type="submit">Search</button></form>')
+    count = f"{len(shown)} of {len(books)} books" if len(shown) != len(books) else f"{len(books)} books"
+    return (_head("Library", root) + '</head>\n<body><main class="zv-page">'
+            f'<h1>Library</h1>{filters}<p class="zv-count">{count}</p>'
+            f'<ul class="zv-books">{"".join(items)}</ul>{search}'
+            f'<p><a href="{r}/">The library with JavaScript</a> opens articles in a reader with search.</p>'
+            '</main></body></html>\n')
+
+
+def linkable(url: str) -> bool:
+    """Whether the catch page may link to ``url``: a web address (http, https, with a host)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return parts.scheme.lower() in ("http", "https") and bool(parts.netloc) and url == url.strip() \
+        and url.isprintable()
+
+
+def catch_page(source: str, root: str = "") -> str:
+    """``/catch/external``: the link leaves the library; the address shown as text,
+    and linked only when it is a web address (never javascript:, data:, ...)."""
+    r = pages.esc(quote(root, safe="/"))
+    shown = pages.esc(source)
+    if linkable(source):
+        follow = (f'<p>If you are online and trust it, <a id="zv-follow" href="{shown}" rel="noopener noreferrer">'
+                  'open it</a>.</p>')
+    else:
+        follow = "<p>It is not a web address, so it is not linked.</p>"
+    return (_head("This link leaves the library", root) + '</head>\n<body><main class="zv-page">'
+            '<h1>This link leaves the library</h1>'
+            '<p>The article links to an address outside this library:</p>'
+            f'<p><code class="zv-url">{shown}</code></p>{follow}'
+            f'<p>To keep reading, go back in your browser or open <a href="{r}/">the library</a>.</p>'
+            '</main></body></html>\n')
+
+
+def _send(request: Request, body: str | bytes, mimetype: str, csp: str | None, cache: str,
+          status: int = 200, etag: str | None = None) -> Response:
+    data = body.encode("utf-8") if isinstance(body, str) else body
+    headers = {"Cache-Control": cache, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin"}
+    if csp:
+        headers["Content-Security-Policy"] = csp
+    if etag:
+        headers["ETag"] = etag
+        inm = request.headers.get("if-none-match", "")
+        if etag in [t.strip().removeprefix("W/") for t in inm.split(",")]:
+            return Response(status_code=304, headers=headers)
+    r = Response(data, status_code=status, media_type=mimetype, headers=headers)
+    if request.method == "HEAD":
+        r.body = b""
+    return r
+
+
+_ASSETS = {
+    "viewer.js": (VIEWER_JS.encode(), "application/javascript; charset=utf-8"),
+    "viewer.css": (VIEWER_CSS.encode(), "text/css; charset=utf-8"),
+}
+
+
+def _error(request: Request, status: int, title: str, message: str) -> Response:
+    return _send(request, pages.error_page(status, title, message, root_of(request)), "text/html; charset=utf-8",
+                 PAGE_CSP, NO_CACHE, status)
+
+
+async def viewer(server: Server, request: Request) -> Response:
+    """``/viewer``: one page for every book and article (the hash, which the server
+    never sees, says which)."""
+    return _send(request, viewer_page(server.options, root_of(request)), "text/html; charset=utf-8", VIEWER_CSP,
+                 NO_CACHE)
+
+
+async def asset(server: Server, request: Request) -> Response:
+    """``/skin/viewer.js``, ``/skin/viewer.css``: cached for good (the viewer names them by version)."""
+    found = _ASSETS.get(request.path_params["name"])
+    if found is None:
+        return _error(request, 404, "Content not found", "No such file.")
+    data, mimetype = found
+    etag = '"' + hashlib.blake2b(data, digest_size=8).hexdigest() + '"'
+    return _send(request, data, mimetype, None, "max-age=31536000, public, immutable", etag=etag)
+
+
+async def nojs(server: Server, request: Request) -> Response:
+    """``/nojs?q=WORDS&lang=LANG``: the library as plain HTML, filtered as the catalog is."""
+    q = request.query_params
+    query, lang = q.get("q", ""), q.get("lang", "")
+    if len(query) > server.limits.max_query_chars or len(lang) > 100:
+        return _error(request, 400, "Invalid request", "The filter is too long.")
+    every = sorted(server.library.books.values(), key=lambda b: (b.title.lower(), b.name))
+    shown = [b for b in every if (not lang or b.language in lang.split(","))
+             and (not query.strip() or b.matches(query))]
+    return _send(request, nojs_page(every, shown, query, lang, root_of(request)), "text/html; charset=utf-8",
+                 PAGE_CSP, NO_CACHE)
+
+
+async def catch_external(server: Server, request: Request) -> Response:
+    """``/catch/external?source=URL``: where ``-b`` sends a link out of the library."""
+    source = request.query_params.get("source", "")
+    if not source.strip():  # kiwix-serve: 404 without a source
+        return _error(request, 404, "Content not found", "No external link was given (source=...).")
+    if len(source) > MAX_SOURCE_CHARS:
+        return _error(request, 400, "Invalid request", f"The address is longer than {MAX_SOURCE_CHARS} characters.")
+    resp = _send(request, catch_page(source, root_of(request)), "text/html; charset=utf-8", PAGE_CSP, NO_CACHE)
+    resp.headers["Referrer-Policy"] = "no-referrer"  # the site linked to does not learn where the reader was
+    return resp
+
+
+def routes(server: Server) -> list[Route]:
+    """The reading routes: ``/viewer``, its ``/skin/`` files, ``/nojs``, ``/catch/external``."""
+    return [
+        Route("/viewer", endpoint(server, viewer), methods=GET),
+        Route("/skin/{name}", endpoint(server, asset), methods=GET),
+        Route("/nojs", endpoint(server, nojs), methods=GET),
+        Route("/catch/external", endpoint(server, catch_external), methods=GET),
+    ]
