@@ -105,6 +105,7 @@ class Source:
     an unreadable archive is logged and skipped instead of failing (books a
     library file lists whose file is missing are always skipped, logged: kiwix
     counts them as remote books). ``date_aliases``: kiwix-serve ``-z``.
+    ``search_cache``: how many searches being paged are kept (LRU) for their next pages.
     """
 
     archives: list[str] = field(default_factory=list)
