@@ -3,6 +3,9 @@
 #include "util.h"
 
 #include "archive.h"
+#include "entry.h"
+#include "entry_iterator.h"
+#include "item.h"
 #include "search.h"
 #include "suggestion.h"
 #include "writer.h"
@@ -287,7 +290,9 @@ static int module_exec(PyObject *m) {
     /* Before libzim/__init__.py sets ZIM_CLUSTERCACHE for libzim's own
      * cache: only a value the user set is the budget. */
     zs_cluster_cache_init();
-    if (init_exceptions(m, st) < 0 || zc_archive_init_types(m, st) < 0 ||
+    if (init_exceptions(m, st) < 0 || zc_item_init_types(m, st) < 0 ||
+        zc_entry_init_types(m, st) < 0 || zc_entry_iterator_init_types(m, st) < 0 ||
+        zc_archive_init_types(m, st) < 0 ||
         zc_search_init_types(m, st) < 0 || zc_suggestion_init_types(m, st) < 0 ||
         zc_writer_init_types(m, st) < 0)
         return -1;

@@ -8,6 +8,7 @@
  * scores and snippets in one GIL-free call, and builds the Python objects
  * afterwards. */
 #include "search.h"
+#include "item.h"
 
 #include <limits.h>
 #include <math.h>

@@ -28,9 +28,12 @@ int zc_args(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject
 
 /* A METH_FASTCALL | METH_KEYWORDS wrapper around a METH_O function whose one
  * parameter may also be passed by name. */
-#define ZC_KEYWORD_ARG(fn, pyname, param)                                          \
-    static PyObject *fn##_kw(PyObject *self, PyObject *const *args, Py_ssize_t nargs, \
-                             PyObject *kwnames) {                                    \
+#define ZC_KEYWORD_ARG(fn, pyname, param) ZC_KEYWORD_ARG_LINKAGE(static, fn, pyname, param)
+/* The same wrapper for a method table in another file (archive_metadata.c). */
+#define ZC_KEYWORD_ARG_EXTERN(fn, pyname, param) ZC_KEYWORD_ARG_LINKAGE(, fn, pyname, param)
+#define ZC_KEYWORD_ARG_LINKAGE(linkage, fn, pyname, param)                         \
+    linkage PyObject *fn##_kw(PyObject *self, PyObject *const *args, Py_ssize_t nargs, \
+                              PyObject *kwnames) {                                   \
         static const char *const names_[] = {param};                               \
         PyObject *arg_;                                                            \
         if (zc_args(pyname, args, nargs, kwnames, names_, 1, 1, 1, &arg_) < 0)     \
