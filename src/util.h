@@ -42,6 +42,10 @@ int zc_args(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject
     }
 #define ZC_KW_METHOD(fn) ((PyCFunction)(void (*)(void))fn##_kw), METH_FASTCALL | METH_KEYWORDS
 
+/* tp_dealloc of a GC type whose tp_clear drops every reference it holds
+ * (Query, Search, the result types of both search families). */
+void zc_plain_dealloc(PyObject *self);
+
 /* module.attr, imported on first use and kept in *slot (module state) for the
  * module's lifetime: importing uuid and pathlib at init doubled the time of
  * `import libzim`.  Borrowed; NULL with an exception set on failure. */
