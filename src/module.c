@@ -299,7 +299,7 @@ static int module_exec(PyObject *m) {
         zc_archive_init_types(m, st) < 0 || zc_query_init_types(m, st) < 0 ||
         zc_result_init_types(m, st) < 0 || zc_search_init_types(m, st) < 0 ||
         zc_searcher_init_types(m, st) < 0 || zc_suggestion_init_types(m, st) < 0 ||
-        zc_writer_init_types(m, st) < 0)
+        zc_writer_blob_init_types(m, st) < 0 || zc_creator_init_types(m, st) < 0)
         return -1;
     return PyModule_AddStringConstant(m, "LIBZIM_VERSION_NOTE", LIBZIM_VERSION_NOTE);
 }

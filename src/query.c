@@ -2,7 +2,6 @@
  * set_georange()); Searcher.search() reads it once. */
 #include "query.h"
 
-
 static int query_init(PyObject *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"query", NULL};
     QueryObject *q = (QueryObject *)self;
