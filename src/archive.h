@@ -1,4 +1,5 @@
-/* Reader types: Archive, Entry, Item, the content Blob and EntryIterator. */
+/* Archive, the reader type the others are made from (entry.h, item.h,
+ * entry_iterator.h), and what the other families may use of it. */
 #ifndef LIBZIM_C_ARCHIVE_H
 #define LIBZIM_C_ARCHIVE_H
 
@@ -29,23 +30,14 @@ struct ArchiveObject {
     PyObject *weakreflist;
 };
 
-typedef struct {
-    PyObject_HEAD
-    zs_entry *h;
-    zs_entry_info info;       /* strings owned by h */
-    ArchiveObject *archive;   /* for messages and call costs; h keeps the file */
-} EntryObject;
-
 /* Archives as the other families (search, suggestion) reach them: take a use
  * of the native handle (NULL with ClosedError set once closed), give it back,
  * and the name that starts every message about the file. */
 zs_archive *zc_archive_enter(zc_state *st, PyObject *archive);
 void zc_archive_leave(PyObject *archive);
 PyObject *zc_archive_name(PyObject *archive);
-/* Item.get_text()'s max_chars: None (SIZE_MAX) or an int >= 0; -1 with an exception. */
-int zc_max_chars(PyObject *arg, size_t *out);
 
-/* Adds Archive, Entry, Item, EntryIterator (and the content Blob) to the module. */
+/* Adds Archive and INTEGRITY_CHECKS to the module. */
 int zc_archive_init_types(PyObject *m, zc_state *st);
 
 #endif

@@ -3,7 +3,13 @@
 #include "util.h"
 
 #include "archive.h"
+#include "entry.h"
+#include "entry_iterator.h"
+#include "item.h"
+#include "query.h"
+#include "result.h"
 #include "search.h"
+#include "searcher.h"
 #include "suggestion.h"
 #include "writer.h"
 
@@ -287,9 +293,13 @@ static int module_exec(PyObject *m) {
     /* Before libzim/__init__.py sets ZIM_CLUSTERCACHE for libzim's own
      * cache: only a value the user set is the budget. */
     zs_cluster_cache_init();
-    if (init_exceptions(m, st) < 0 || zc_archive_init_types(m, st) < 0 ||
-        zc_search_init_types(m, st) < 0 || zc_suggestion_init_types(m, st) < 0 ||
-        zc_writer_init_types(m, st) < 0)
+    /* In the order the types were added when each family had one file. */
+    if (init_exceptions(m, st) < 0 || zc_item_init_types(m, st) < 0 ||
+        zc_entry_init_types(m, st) < 0 || zc_entry_iterator_init_types(m, st) < 0 ||
+        zc_archive_init_types(m, st) < 0 || zc_query_init_types(m, st) < 0 ||
+        zc_result_init_types(m, st) < 0 || zc_search_init_types(m, st) < 0 ||
+        zc_searcher_init_types(m, st) < 0 || zc_suggestion_init_types(m, st) < 0 ||
+        zc_writer_blob_init_types(m, st) < 0 || zc_creator_init_types(m, st) < 0)
         return -1;
     return PyModule_AddStringConstant(m, "LIBZIM_VERSION_NOTE", LIBZIM_VERSION_NOTE);
 }

@@ -1,22 +1,10 @@
-/* Full-text search (Query, Searcher, Search, SearchResultSet, SearchResult)
- * and what the suggestion family shares with it. */
+/* Search: a query bound to a searcher, paged into results; with searcher.h
+ * and result.h, what the suggestion family shares with full-text search. */
 #ifndef LIBZIM_C_SEARCH_H
 #define LIBZIM_C_SEARCH_H
 
-#include "archive.h"
-
-#include <structmember.h>
-
-/* The Python face of a zs_searcher pool: safe to share between threads
- * because the pool leases one native searcher per call. */
-typedef struct {
-    PyObject_HEAD
-    zs_searcher *h;
-    PyObject *archives;  /* list of Archive, in the pool's order */
-    atomic_int indexed;  /* how many archives have a full-text index */
-    PyThread_type_lock add_lock;  /* one add_archive() at a time */
-    PyObject *weakreflist;
-} SearcherObject;
+#include "result.h"
+#include "searcher.h"
 
 /* A query bound to a searcher.  Immutable, so any thread may page it. */
 typedef struct {
@@ -26,71 +14,6 @@ typedef struct {
     zs_query q;          /* q.text points into text */
 } SearchObject;
 
-/* SearchResult and SuggestionResult share this layout. */
-typedef struct {
-    PyObject_HEAD
-    PyObject *path, *title, *snippet, *archive;
-    PyObject *text;  /* NULL (None) unless get_results(include_text=True) gave it */
-    int score, word_count;
-} ResultObject;
-
-/* Result sets are immutable tuples underneath: any thread may read them. */
-typedef struct {
-    PyObject_HEAD
-    PyObject *items;  /* tuple */
-} ResultSetObject;
-
-/* The slots both families' result and result-set types are made of (search.c);
- * each family adds its members and doc. */
-void zc_plain_dealloc(PyObject *self);
-int zc_result_traverse(PyObject *self, visitproc visit, void *arg);
-int zc_result_clear(PyObject *self);
-PyObject *zc_result_repr(PyObject *self);
-PyObject *zc_result_richcompare(PyObject *self, PyObject *other, int op);
-extern PyMethodDef zc_result_methods[];
-extern PyGetSetDef zc_result_getset[];
-int zc_set_traverse(PyObject *self, visitproc visit, void *arg);
-int zc_set_clear(PyObject *self);
-Py_ssize_t zc_set_len(PyObject *self);
-PyObject *zc_set_iter(PyObject *self);
-PyObject *zc_set_subscript(PyObject *self, PyObject *key);
-PyObject *zc_set_repr(PyObject *self);
-extern PyMethodDef zc_set_methods[];
-
-#define ZC_RESULT_SLOTS(members, doc)                   \
-    {Py_tp_dealloc, zc_plain_dealloc},                  \
-    {Py_tp_traverse, zc_result_traverse},               \
-    {Py_tp_clear, zc_result_clear},                     \
-    {Py_tp_members, members},                           \
-    {Py_tp_methods, zc_result_methods},                 \
-    {Py_tp_getset, zc_result_getset},                   \
-    {Py_tp_repr, zc_result_repr},                       \
-    {Py_tp_richcompare, zc_result_richcompare},         \
-    {Py_tp_hash, PyObject_HashNotImplemented},          \
-    {Py_tp_doc, doc},                                   \
-    {0, NULL}
-
-#define ZC_SET_SLOTS(doc)                               \
-    {Py_tp_dealloc, zc_plain_dealloc},                  \
-    {Py_tp_traverse, zc_set_traverse},                  \
-    {Py_tp_clear, zc_set_clear},                        \
-    {Py_tp_iter, zc_set_iter},                          \
-    {Py_mp_subscript, zc_set_subscript},                \
-    {Py_mp_length, zc_set_len},                         \
-    {Py_sq_length, zc_set_len},                         \
-    {Py_tp_repr, zc_set_repr},                          \
-    {Py_tp_methods, zc_set_methods},                    \
-    {Py_tp_doc, doc},                                   \
-    {0, NULL}
-
-#define ZC_RESULT_FLAGS (Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | \
-                         Py_TPFLAGS_DISALLOW_INSTANTIATION | Py_TPFLAGS_IMMUTABLETYPE)
-
-SearcherObject *zc_searcher_init(PyObject *self, zs_search_kind kind, PyObject *archives);
-int zc_searcher_traverse(PyObject *self, visitproc visit, void *arg);
-int zc_searcher_clear(PyObject *self);
-void zc_searcher_dealloc(PyObject *self);
-extern PyGetSetDef zc_searcher_getset[];
 extern PyGetSetDef zc_search_getset[];  /* _state, for pickling */
 
 SearchObject *zc_search_new(PyTypeObject *tp, SearcherObject *searcher, PyObject *text,
@@ -110,7 +33,7 @@ PyObject *zc_search_page(SearchObject *self, PyTypeObject *set_type, PyTypeObjec
 PyObject *zc_search_get_paths(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames);
 
-/* Adds Query, Searcher, Search, SearchResultSet and SearchResult to the module. */
+/* Adds Search to the module. */
 int zc_search_init_types(PyObject *m, zc_state *st);
 
 #endif

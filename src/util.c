@@ -135,3 +135,11 @@ void zc_guard_pause(void) {
     if (us > 0)
         NOGIL(nanosleep(&ts, NULL));
 }
+
+void zc_plain_dealloc(PyObject *self) {
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    tp->tp_clear(self);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}

@@ -28,9 +28,12 @@ int zc_args(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject
 
 /* A METH_FASTCALL | METH_KEYWORDS wrapper around a METH_O function whose one
  * parameter may also be passed by name. */
-#define ZC_KEYWORD_ARG(fn, pyname, param)                                          \
-    static PyObject *fn##_kw(PyObject *self, PyObject *const *args, Py_ssize_t nargs, \
-                             PyObject *kwnames) {                                    \
+#define ZC_KEYWORD_ARG(fn, pyname, param) ZC_KEYWORD_ARG_LINKAGE(static, fn, pyname, param)
+/* The same wrapper for a method table in another file (archive_metadata.c). */
+#define ZC_KEYWORD_ARG_EXTERN(fn, pyname, param) ZC_KEYWORD_ARG_LINKAGE(, fn, pyname, param)
+#define ZC_KEYWORD_ARG_LINKAGE(linkage, fn, pyname, param)                         \
+    linkage PyObject *fn##_kw(PyObject *self, PyObject *const *args, Py_ssize_t nargs, \
+                              PyObject *kwnames) {                                   \
         static const char *const names_[] = {param};                               \
         PyObject *arg_;                                                            \
         if (zc_args(pyname, args, nargs, kwnames, names_, 1, 1, 1, &arg_) < 0)     \
@@ -38,6 +41,10 @@ int zc_args(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject
         return fn(self, arg_);                                                     \
     }
 #define ZC_KW_METHOD(fn) ((PyCFunction)(void (*)(void))fn##_kw), METH_FASTCALL | METH_KEYWORDS
+
+/* tp_dealloc of a GC type whose tp_clear drops every reference it holds
+ * (Query, Search, the result types of both search families). */
+void zc_plain_dealloc(PyObject *self);
 
 /* module.attr, imported on first use and kept in *slot (module state) for the
  * module's lifetime: importing uuid and pathlib at init doubled the time of

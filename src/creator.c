@@ -1,34 +1,13 @@
-/* Writing archives: the native core of libzim.writer.
+/* Writing archives: _Creator, the native core of libzim.writer.Creator.
  *
- * _Creator drives zs_creator (zimshim.h, zimshim_writer.cpp) and Blob carries bytes for
- * feed().  Item, ContentProvider, IndexData and friends are Python classes
- * in libzim/writer.py, as in python-libzim; this file calls their methods
- * from the callbacks below, which libzim runs on the creating thread and on
- * its worker threads while the creating thread waits in libzim with the GIL
- * released.  Each callback takes the GIL for the Python calls only. */
+ * _Creator drives zs_creator (zimshim.h, zimshim_writer.cpp) and writer_blob.c's
+ * Blob carries bytes for feed().  Item, ContentProvider, IndexData and friends
+ * are Python classes in libzim/writer.py, as in python-libzim;
+ * writer_callbacks.c calls their methods from libzim's threads. */
 #include "writer.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <structmember.h>
 #include <unistd.h>
-
-
-typedef struct {
-    PyObject_HEAD
-    PyObject *ref;  /* bytes */
-} BlobObject;
-
-enum { NOT_STARTED = 0, STARTED = 1, ENDED = 2 };
-
-/* What the callbacks need: shared by the Python object and the shim, which
- * may still run callbacks after the object is gone (refs counts both). */
-typedef struct {
-    zc_state *st;
-    atomic_int refs;
-    pthread_mutex_t mutex;     /* for pending, without relying on the GIL */
-    PyObject *pending;         /* first exception a callback raised */
-} WriterCtx;
 
 typedef struct {
     PyObject_HEAD
@@ -40,370 +19,13 @@ typedef struct {
     PyThread_type_lock lock;   /* one call into libzim at a time */
 } CreatorObject;
 
-/* ---- Blob ------------------------------------------------------------------ */
-
-static PyObject *blob_new(PyTypeObject *tp, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"content", NULL};
-    PyObject *content;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:Blob", kwlist, &content))
-        return NULL;
-    PyObject *ref;
-    if (PyUnicode_Check(content))
-        ref = PyUnicode_AsUTF8String(content);
-    else if (PyBytes_Check(content))
-        ref = Py_NewRef(content);
-    else
-        return PyErr_Format(PyExc_TypeError, "Expected bytes, got %.100s",
-                            Py_TYPE(content)->tp_name);
-    if (!ref)
-        return NULL;
-    BlobObject *b = (BlobObject *)tp->tp_alloc(tp, 0);
-    if (!b) {
-        Py_DECREF(ref);
-        return NULL;
-    }
-    b->ref = ref;
-    return (PyObject *)b;
-}
-
-static void blob_dealloc(PyObject *self) {
-    PyTypeObject *tp = Py_TYPE(self);
-    Py_CLEAR(((BlobObject *)self)->ref);
-    tp->tp_free(self);
-    Py_DECREF(tp);
-}
-
-static PyObject *blob_size(PyObject *self, PyObject *noargs) {
-    (void)noargs;
-    return PyLong_FromSsize_t(PyBytes_GET_SIZE(((BlobObject *)self)->ref));
-}
-
-static PyMethodDef blob_methods[] = {
-    {"size", blob_size, METH_NOARGS,
-     "size($self, /)\n--\n\nReturn the size of the blob's content in bytes (UTF-8 bytes for a "
-     "str)."},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyMemberDef blob_members[] = {
-    {"ref_content", T_OBJECT, offsetof(BlobObject, ref), READONLY,
-     "The bytes the blob holds (a str is stored UTF-8 encoded); libzim reads\n"
-     "them without a copy, and the provider keeps the blob until its next\n"
-     "feed()."},
-    {NULL, 0, 0, 0, NULL},
-};
-
-static PyType_Slot blob_slots[] = {
-    {Py_tp_new, blob_new},
-    {Py_tp_dealloc, blob_dealloc},
-    {Py_tp_methods, blob_methods},
-    {Py_tp_members, blob_members},
-    {Py_tp_doc, "Blob(content)\n--\n\n"
-                "A piece of an item's content, returned by ContentProvider.feed() (or\n"
-                "yielded by gen_blob()).\n\n"
-                "content is bytes, or a str stored as UTF-8; TypeError otherwise. libzim\n"
-                "reads the bytes in place, without a copy. python-libzim's\n"
-                "libzim.writer.Blob (libzim.WritingBlob)."},
-    {0, NULL},
-};
-
-static PyType_Spec blob_spec = {
-    .name = "libzim.writer.Blob",
-    .basicsize = sizeof(BlobObject),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .slots = blob_slots,
-};
-
-/* ---- callbacks (any thread, without the GIL) -------------------------------- */
-
-#if PY_VERSION_HEX < 0x030C0000
-static PyObject *PyErr_GetRaisedException(void) {
-    PyObject *t, *v, *tb;
-    PyErr_Fetch(&t, &v, &tb);
-    if (!t)
-        return NULL;
-    PyErr_NormalizeException(&t, &v, &tb);
-    if (tb)
-        PyException_SetTraceback(v, tb);
-    Py_XDECREF(t);
-    Py_XDECREF(tb);
-    return v;
-}
-
-static void PyErr_SetRaisedException(PyObject *exc) {
-    if (!exc)
-        return;
-    PyErr_Restore(Py_NewRef(Py_TYPE(exc)), exc, PyException_GetTraceback(exc));
-}
-#endif
-
-#if PY_VERSION_HEX < 0x030D0000
-static int PyObject_GetOptionalAttrString(PyObject *obj, const char *name, PyObject **out) {
-    *out = PyObject_GetAttrString(obj, name);
-    if (*out)
-        return 1;
-    if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-        return -1;
-    PyErr_Clear();
-    return 0;
-}
-#endif
-
-/* The GIL for a callback.  libzim's worker threads are not Python threads:
- * PyGILState_Ensure would make and free a thread state (and its frame
- * stack, an mmap) at every call, which made finishing an archive twice as
- * slow as libzim alone.  So the first callback on such a thread keeps a
- * thread state for the thread's life, and a pthread key's destructor frees
- * it when libzim ends the thread (while freeing the creator, without the
- * GIL). */
-static pthread_key_t pinned_key;
-
-/* Not PyGILState_Release: at thread exit libc may have cleared CPython's
- * own thread-local slot before this destructor runs. */
-static void unpin(void *tstate) {
-    PyEval_RestoreThread((PyThreadState *)tstate);
-    PyThreadState_Clear((PyThreadState *)tstate);
-    PyThreadState_DeleteCurrent();
-}
-
-static PyGILState_STATE gil_enter(void) {
-    if (!PyGILState_GetThisThreadState()) {
-        PyGILState_Ensure();
-        if (pthread_setspecific(pinned_key, PyThreadState_Get()) == 0)
-            PyEval_SaveThread();
-        else  /* not pinned: the matching release frees the thread state */
-            return PyGILState_UNLOCKED;
-    }
-    return PyGILState_Ensure();
-}
-
-#define gil_leave PyGILState_Release
-
-/* Keeps the first exception of a creation: later ones are its consequences. */
-static void keep_error(WriterCtx *w) {
-    PyObject *exc = PyErr_GetRaisedException();
-    pthread_mutex_lock(&w->mutex);
-    if (!w->pending) {
-        w->pending = exc;
-        exc = NULL;
-    }
-    pthread_mutex_unlock(&w->mutex);
-    Py_XDECREF(exc);
-}
-
-static PyObject *take_pending(WriterCtx *w) {
-    pthread_mutex_lock(&w->mutex);
-    PyObject *cause = w->pending;
-    w->pending = NULL;
-    pthread_mutex_unlock(&w->mutex);
-    return cause;
-}
-
-/* With the GIL. */
-static void ctx_unref(WriterCtx *w) {
-    if (atomic_fetch_sub(&w->refs, 1) != 1)
-        return;
-    Py_CLEAR(w->pending);
-    pthread_mutex_destroy(&w->mutex);
-    PyMem_RawFree(w);
-}
-
-static PyObject *call0(PyObject *obj, const char *name) {
-    return PyObject_CallMethod(obj, name, NULL);
-}
-
-static int get_uint(PyObject *v, uint64_t max, uint64_t *out, const char *name);
-
-/* A callback's integer result, converted as python-libzim's Cython code
- * converts it: anything but a number is "TypeError: an integer is required"
- * (its tests match that text). */
-static int callback_uint(PyObject *v, const char *name, uint64_t max, uint64_t *out) {
-    if (!PyLong_Check(v) && !PyIndex_Check(v) && !PyFloat_Check(v)) {
-        PyErr_Format(PyExc_TypeError, "an integer is required (%s() returned %.100s)", name,
-                     Py_TYPE(v)->tp_name);
-        return -1;
-    }
-    return get_uint(v, max, out, name);
-}
-
-/* With the GIL: the item's content provider (a new reference) and its size,
- * checked as python-libzim checks them. */
-static int item_provider(PyObject *item, void **provider, uint64_t *size) {
-    int rc = -1;
-    PyObject *p = call0(item, "get_contentprovider"), *n = NULL;
-    int truth = p ? PyObject_IsTrue(p) : -1;
-    if (truth == 0)
-        PyErr_SetString(PyExc_RuntimeError, "ContentProvider is None");
-    if (truth == 1 && (n = call0(p, "get_size")) != NULL &&
-        callback_uint(n, "get_size", UINT64_MAX, size) == 0) {
-        *provider = Py_NewRef(p);
-        rc = 0;
-    }
-    Py_XDECREF(n);
-    Py_XDECREF(p);
-    return rc;
-}
-
-static int cb_item_provider(void *ctx, void *item, void **provider, uint64_t *size) {
-    WriterCtx *c = ctx;
-    PyGILState_STATE g = gil_enter();
-    int rc = item_provider(item, provider, size);
-    if (rc < 0)
-        keep_error(c);
-    gil_leave(g);
-    return rc;
-}
-
-static int cb_item_indexdata(void *ctx, void *item, void **data) {
-    WriterCtx *c = ctx;
-    PyGILState_STATE g = gil_enter();
-    int rc = ZS_INDEX_DEFAULT;
-    PyObject *meth;
-    /* python-libzim: no get_indexdata, or None, means libzim's own. */
-    if (PyObject_GetOptionalAttrString(item, "get_indexdata", &meth) < 0) {
-        rc = -1;
-    } else if (meth && meth != Py_None) {
-        PyObject *d = PyObject_CallNoArgs(meth);
-        int truth = d ? PyObject_IsTrue(d) : -1;
-        if (truth < 0)
-            rc = -1;
-        else if (truth == 0)
-            rc = ZS_INDEX_NONE;
-        else {
-            rc = ZS_INDEX_CUSTOM;
-            *data = Py_NewRef(d);
-        }
-        Py_XDECREF(d);
-    }
-    Py_XDECREF(meth);
-    if (rc < 0)
-        keep_error(c);
-    gil_leave(g);
-    return rc;
-}
-
-/* str getter result into a shim string, as python-libzim's .encode('UTF-8'). */
-static int fetch_str(PyObject *obj, const char *name, zs_sink *sink) {
-    PyObject *v = call0(obj, name);
-    if (!v)
-        return -1;
-    PyObject *b = PyObject_CallMethod(v, "encode", "s", "UTF-8");
-    Py_DECREF(v);
-    if (!b)
-        return -1;
-    if (!PyBytes_Check(b)) {
-        PyErr_Format(PyExc_TypeError, "%s() must return str", name);
-        Py_DECREF(b);
-        return -1;
-    }
-    zs_sink_set(sink, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
-    Py_DECREF(b);
-    return 0;
-}
-
-static int fetch_geo(PyObject *obj, zs_indexdata *out) {
-    PyObject *v = call0(obj, "get_geoposition");
-    int truth = v ? PyObject_IsTrue(v) : -1;
-    if (truth == 1) {
-        PyObject *lat = PySequence_GetItem(v, 0);
-        PyObject *lon = lat ? PySequence_GetItem(v, 1) : NULL;
-        out->latitude = lon ? PyFloat_AsDouble(lat) : -1.0;
-        out->longitude = lon ? PyFloat_AsDouble(lon) : -1.0;
-        Py_XDECREF(lat);
-        Py_XDECREF(lon);
-        truth = PyErr_Occurred() ? -1 : 1;
-    }
-    Py_XDECREF(v);
-    out->has_geo = truth == 1;
-    return truth < 0 ? -1 : 0;
-}
-
-static int fetch_indexdata(PyObject *d, int all, zs_indexdata *out) {
-    PyObject *has = call0(d, "has_indexdata");
-    out->has = has ? PyObject_IsTrue(has) : -1;
-    Py_XDECREF(has);
-    if (out->has < 0)
-        return -1;
-    if (!out->has && !all)
-        return 0;
-    if (fetch_str(d, "get_title", out->title) < 0 ||
-        fetch_str(d, "get_content", out->content) < 0 ||
-        fetch_str(d, "get_keywords", out->keywords) < 0)
-        return -1;
-    PyObject *wc = call0(d, "get_wordcount");
-    uint64_t n = 0;
-    int rc = wc ? callback_uint(wc, "get_wordcount", UINT32_MAX, &n) : -1;
-    Py_XDECREF(wc);
-    if (rc < 0)
-        return -1;
-    out->wordcount = (uint32_t)n;
-    return fetch_geo(d, out);
-}
-
-static int cb_indexdata_fetch(void *ctx, void *data, int all, zs_indexdata *out) {
-    WriterCtx *c = ctx;
-    PyGILState_STATE g = gil_enter();
-    int rc = fetch_indexdata(data, all, out);
-    if (rc < 0)
-        keep_error(c);
-    gil_leave(g);
-    return rc;
-}
-
-static int cb_provider_feed(void *ctx, void *provider, void *prev, zs_str *chunk, void **keep) {
-    WriterCtx *c = ctx;
-    PyGILState_STATE g = gil_enter();
-    Py_XDECREF((PyObject *)prev);
-    int rc = -1;
-    PyObject *b = call0(provider, "feed");
-    if (b == Py_None)
-        PyErr_SetString(PyExc_RuntimeError, "Blob is none");
-    else if (b && !PyObject_TypeCheck(b, c->st->WriterBlob))
-        PyErr_Format(PyExc_TypeError, "feed() must return a Blob, not %.100s",
-                     Py_TYPE(b)->tp_name);
-    else if (b) {
-        /* The bytes, not the Blob, are kept: libzim reads them until the
-         * next feed() and nothing can change them meanwhile. */
-        PyObject *ref = ((BlobObject *)b)->ref;
-        chunk->ptr = PyBytes_AS_STRING(ref);
-        chunk->len = (size_t)PyBytes_GET_SIZE(ref);
-        *keep = Py_NewRef(ref);
-        rc = 0;
-    }
-    if (rc < 0)
-        keep_error(c);
-    Py_XDECREF(b);
-    gil_leave(g);
-    return rc;
-}
-
-/* libzim drops items, providers and index data on its worker threads; the
- * last reference may run a weakref.finalize callback, so it needs the GIL. */
-static void cb_release(void *a, void *b) {
-    PyGILState_STATE g = gil_enter();
-    Py_XDECREF((PyObject *)a);
-    Py_XDECREF((PyObject *)b);
-    gil_leave(g);
-}
-
-static void cb_ctx_free(void *ctx) {
-    PyGILState_STATE g = gil_enter();
-    ctx_unref(ctx);
-    gil_leave(g);
-}
-
-static const zs_writer_callbacks callbacks = {
-    cb_item_provider, cb_item_indexdata, cb_indexdata_fetch, cb_provider_feed, cb_release,
-    cb_ctx_free,
-};
-
 /* ---- errors ------------------------------------------------------------------ */
 
 /* The exception a failed call raises: libzim's duplicate-path text as it is
  * (callers match it), other messages after the file name; a callback's
  * exception is chained as the cause. */
 static PyObject *raise_werror(CreatorObject *c, const zs_werror *err) {
-    PyObject *cause = c->ctx ? take_pending(c->ctx) : NULL;
+    PyObject *cause = c->ctx ? zc_writer_take_pending(c->ctx) : NULL;
     if (err->kind == ZS_ERR_MEMORY && !cause)
         return PyErr_NoMemory();
     PyObject *msg;
@@ -507,7 +129,7 @@ static PyObject *creator_new(PyTypeObject *tp, PyObject *args, PyObject *kwds) {
     pthread_mutex_init(&w->mutex, NULL);
     c->ctx = w;
     zs_werror err;
-    c->h = zs_creator_new(&callbacks, w, &err);
+    c->h = zs_creator_new(&zc_writer_callbacks, w, &err);
     if (!c->h) {
         raise_werror(c, &err);
         Py_DECREF(c);
@@ -539,7 +161,7 @@ static void creator_dealloc(PyObject *self) {
     PyObject_GC_UnTrack(self);
     creator_drop(c);
     if (c->ctx)
-        ctx_unref(c->ctx);
+        zc_writer_ctx_unref(c->ctx);
     Py_CLEAR(c->filename);
     if (c->lock)
         PyThread_free_lock(c->lock);
@@ -570,7 +192,7 @@ static PyObject *config(CreatorObject *c, zs_config which, uint64_t value, const
     return Py_NewRef(c);
 }
 
-static int get_uint(PyObject *v, uint64_t max, uint64_t *out, const char *name) {
+int zc_writer_get_uint(PyObject *v, uint64_t max, uint64_t *out, const char *name) {
     PyObject *i = PyNumber_Index(v);
     if (!i && PyFloat_Check(v)) {  /* Cython's int parameters truncate floats */
         PyErr_Clear();
@@ -608,7 +230,7 @@ ZC_KEYWORD_ARG(config_compression, "config_compression", "compression")
 
 static PyObject *config_clustersize(PyObject *self, PyObject *v) {
     uint64_t n;
-    if (get_uint(v, UINT64_MAX, &n, "size") < 0)
+    if (zc_writer_get_uint(v, UINT64_MAX, &n, "size") < 0)
         return NULL;
     return config((CreatorObject *)self, ZS_CFG_CLUSTERSIZE, n, NULL);
 }
@@ -616,7 +238,7 @@ ZC_KEYWORD_ARG(config_clustersize, "config_clustersize", "size")
 
 static PyObject *config_nbworkers(PyObject *self, PyObject *v) {
     uint64_t n;
-    if (get_uint(v, UINT32_MAX, &n, "nbWorkers") < 0)
+    if (zc_writer_get_uint(v, UINT32_MAX, &n, "nbWorkers") < 0)
         return NULL;
     return config((CreatorObject *)self, ZS_CFG_WORKERS, n, NULL);
 }
@@ -691,7 +313,7 @@ static PyObject *add_illustration(PyObject *self, PyObject *const *args, Py_ssiz
     uint64_t size;
     zs_str content;
     if (zc_args("add_illustration", args, nargs, kwnames, names, 2, 2, 2, a) < 0 ||
-        get_uint(a[0], UINT32_MAX, &size, "size") < 0 || bytes_arg(a[1], "content", &content) < 0)
+        zc_writer_get_uint(a[0], UINT32_MAX, &size, "size") < 0 || bytes_arg(a[1], "content", &content) < 0)
         return NULL;
     int rc;
     zs_werror err;
@@ -741,7 +363,7 @@ static int hints_dict(zc_state *st, PyObject *hints, int item, zs_entry_def *def
             if (t < 0)
                 return -1;
             val = (uint64_t)t;
-        } else if (get_uint(v, UINT64_MAX, &val, "hint value") < 0) {
+        } else if (zc_writer_get_uint(v, UINT64_MAX, &val, "hint value") < 0) {
             return -1;
         }
         if (key < 0 || key > 1) {
@@ -818,7 +440,7 @@ static int item_str(PyObject *item, const char *name, PyObject **keep, zs_str *o
 /* An exception from the item's own getters, before libzim saw the item. */
 static PyObject *item_failed(CreatorObject *c, const char *what) {
     zs_werror err = {.kind = ZS_ERR_INTERNAL};
-    keep_error(c->ctx);
+    zc_writer_keep_error(c->ctx);
     snprintf(err.msg, sizeof err.msg, "%s of an item raised", what);
     return raise_werror(c, &err);
 }
@@ -848,7 +470,7 @@ static PyObject *add_item(PyObject *self, PyObject *item) {
     }
     /* Before libzim creates the entry: libzim 8.1.1 asks for the provider
      * after, and a failure then would leave an entry without content. */
-    if (item_provider(item, &def.provider, &def.provider_size) < 0) {
+    if (zc_writer_item_provider(item, &def.provider, &def.provider_size) < 0) {
         item_failed(c, "get_contentprovider");
         goto done;
     }
@@ -1111,22 +733,10 @@ static PyMethodDef writer_functions[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static int key_error;
-static void make_key(void) { key_error = pthread_key_create(&pinned_key, unpin); }
-
-int zc_writer_init_types(PyObject *m, zc_state *st) {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, make_key);
-    if (key_error) {
-        errno = key_error;
-        PyErr_SetFromErrno(PyExc_OSError);
+int zc_creator_init_types(PyObject *m, zc_state *st) {
+    if (zc_writer_callbacks_init() < 0 || zc_add_type(m, &st->Creator, &creator_spec, 0) < 0)
         return -1;
-    }
-    if (zc_add_type(m, &st->WriterBlob, &blob_spec, 0) < 0 ||
-        zc_add_type(m, &st->Creator, &creator_spec, 0) < 0)
-        return -1;
-    if (PyModule_AddObjectRef(m, "_WriterBlob", (PyObject *)st->WriterBlob) < 0 ||
-        PyModule_AddObjectRef(m, "_Creator", (PyObject *)st->Creator) < 0 ||
+    if (PyModule_AddObjectRef(m, "_Creator", (PyObject *)st->Creator) < 0 ||
         PyModule_AddFunctions(m, writer_functions) < 0)
         return -1;
     return 0;
