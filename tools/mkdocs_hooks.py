@@ -17,8 +17,10 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mkdocs.structure.files import File, Files
+if TYPE_CHECKING:  # mkdocs is a docs requirement; results_link is tested without it
+    from mkdocs.structure.files import Files
 
 RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results"
 # The target of a Markdown link or image: ](target) or ](target "title").
@@ -26,6 +28,8 @@ _LINK = re.compile(r"\]\((?P<target>[^)\s#]+)(?P<rest>[^)]*)\)")
 
 
 def on_files(files: Files, config, **kwargs) -> Files:
+    from mkdocs.structure.files import File
+
     for path in sorted(RESULTS.glob("*")):
         if path.suffix in {".png", ".md"}:
             files.append(File.generated(config, f"bench-results/{path.name}", abs_src_path=str(path)))
