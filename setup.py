@@ -48,8 +48,9 @@ setup(
             "libzim._libzim",
             # Every C and C++ file of src/: a new type family needs no edit here.
             sources=sorted(glob.glob("src/*.c")) + sorted(glob.glob("src/*.cpp")),
-            # Without them, an edit to a header alone leaves an in-place build stale.
-            depends=sorted(glob.glob("src/*.h")) + sorted(glob.glob("src/*.hpp")),
+            # Without them, an edit to a header or to a table the sources include
+            # (src/*.inc, written by tools/gen_entities.py) leaves an in-place build stale.
+            depends=sorted(glob.glob("src/*.h") + glob.glob("src/*.hpp") + glob.glob("src/*.inc")),
             include_dirs=["src"],
             extra_compile_args=cflags + ["-std=c11", "-Wall", "-Wextra", "-O2"],
             extra_link_args=libs,

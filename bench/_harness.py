@@ -273,3 +273,55 @@ def reader_op(archive, workload, key, a, b, out):
     if out is not None:
         out[0].append(f"{key}|{a}|{len(content)}|{hashlib.sha256(content).hexdigest()}\n")
     return len(content)
+
+
+# ---------------------------------------------------------------- the scaling benchmarks' workers
+# bench/scale.py and bench/size_scaling.py run a worker per binding and archive.
+
+
+class BindingOps:
+    """The classes of whichever libzim is importable (ours, or python-libzim in its
+    venv) and the suggestion op they share; each benchmark adds its own search."""
+
+    HITS = 10
+
+    def __init__(self, ours: bool) -> None:
+        from libzim.reader import Archive
+        from libzim.search import Query, Searcher
+        from libzim.suggestion import SuggestionSearcher
+
+        self.ours = ours
+        self.Archive, self.Query, self.Searcher = Archive, Query, Searcher
+        self.SuggestionSearcher = SuggestionSearcher
+
+    def suggest(self, suggester, q: str) -> int:
+        return sum(len(p) for p in suggester.suggest(q).getResults(0, self.HITS))
+
+
+def smaps_kib(*fields: str) -> dict[str, int]:
+    """This process's /proc/self/smaps_rollup fields ("Rss", "Pss") in KiB; 0 if absent."""
+    out = dict.fromkeys(fields, 0)
+    with open("/proc/self/smaps_rollup") as f:
+        for line in f:
+            name = line.split(":", 1)[0]
+            if name in out:
+                out[name] = int(line.split()[1])
+    return out
+
+
+def run_worker(cmd: list[str], impl: str, root, timeout: float, what: str) -> dict:
+    """Runs a worker command and returns the JSON of its last stdout line.  Ours
+    imports the checkout's libzim (PYTHONPATH=root); the peer must import its
+    own, so PYTHONPATH goes and the cwd is outside the checkout."""
+    import os
+    import subprocess
+
+    env = dict(os.environ)
+    if impl == "ours":
+        env["PYTHONPATH"] = str(root)
+    else:
+        env.pop("PYTHONPATH", None)
+    p = subprocess.run(cmd, env=env, cwd="/", capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"{what} failed: {p.stderr.strip()[-800:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])

@@ -37,11 +37,12 @@ import math
 import os
 import random
 import statistics
-import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+
+import _harness  # bench/, this script's folder
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -67,14 +68,8 @@ def log(*a: object) -> None:
 
 def mem_kib() -> tuple[int, int]:
     """(RSS, PSS) of this process in KiB."""
-    rss = pss = 0
-    with open("/proc/self/smaps_rollup") as f:
-        for line in f:
-            if line.startswith("Rss:"):
-                rss = int(line.split()[1])
-            elif line.startswith("Pss:"):
-                pss = int(line.split()[1])
-    return rss, pss
+    m = _harness.smaps_kib("Rss", "Pss")
+    return m["Rss"], m["Pss"]
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -84,17 +79,10 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * (len(xs) - 1) + 0.5))]
 
 
-class Ops:
+class Ops(_harness.BindingOps):
     """The operations, for ours (full API) or python-libzim (paths, no snippets)."""
 
-    def __init__(self, ours: bool) -> None:
-        from libzim.reader import Archive
-        from libzim.search import Query, Searcher
-        from libzim.suggestion import SuggestionSearcher
-
-        self.ours = ours
-        self.Archive, self.Query, self.Searcher = Archive, Query, Searcher
-        self.SuggestionSearcher = SuggestionSearcher
+    HITS = HITS
 
     def search(self, archive, searcher, q: str, snippets: bool = False) -> int:
         """10 hits with path and title (and snippet); returns the estimated matches."""
@@ -107,9 +95,6 @@ class Ops:
         for p in s.getResults(0, HITS):
             archive.get_entry_by_path(p).title
         return s.getEstimatedMatches()
-
-    def suggest(self, suggester, q: str) -> int:
-        return sum(len(p) for p in suggester.suggest(q).getResults(0, HITS))
 
 
 def timed(fn, items, passes: int) -> list[float]:
@@ -341,18 +326,9 @@ def archives_to_use(args) -> dict[str, Path]:
 
 
 def run_worker(py: str, impl: str, zim: Path, plan: Path, passes: int) -> dict:
-    env = dict(os.environ)
-    if impl == "ours":
-        env["PYTHONPATH"] = str(ROOT)
-    else:
-        env.pop("PYTHONPATH", None)
     cmd = ["nice", "-n", "5", py, str(Path(__file__).resolve()), "--worker", impl,
            "--archive", str(zim), "--plan", str(plan), "--passes", str(passes)]
-    # cwd outside the checkout: the peer must import its own libzim.
-    p = subprocess.run(cmd, env=env, cwd="/", capture_output=True, text=True, timeout=1800)
-    if p.returncode != 0:
-        raise RuntimeError(f"{impl} on {zim.name} failed: {p.stderr.strip()[-800:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return _harness.run_worker(cmd, impl, ROOT, 1800, f"{impl} on {zim.name}")
 
 
 ARGS: argparse.Namespace

@@ -37,11 +37,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+
+import _harness  # bench/, this script's folder
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -59,28 +60,17 @@ def log(*a: object) -> None:
 
 
 def pss_kib() -> int:
-    with open("/proc/self/smaps_rollup") as f:
-        for line in f:
-            if line.startswith("Pss:"):
-                return int(line.split()[1])
-    return 0
+    return _harness.smaps_kib("Pss")["Pss"]
 
 
 def p50(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 
 
-class Ops:
+class Ops(_harness.BindingOps):
     """The operations, for ours (full API) or python-libzim (paths, no snippets)."""
 
-    def __init__(self, ours: bool) -> None:
-        from libzim.reader import Archive
-        from libzim.search import Query, Searcher
-        from libzim.suggestion import SuggestionSearcher
-
-        self.ours = ours
-        self.Archive, self.Query, self.Searcher = Archive, Query, Searcher
-        self.SuggestionSearcher = SuggestionSearcher
+    HITS = HITS
 
     def search(self, archive, searcher, q: str, snippets: bool = False) -> int:
         if self.ours:
@@ -88,9 +78,6 @@ class Ops:
             return sum(len(r.path) + len(r.title) + (len(r.snippet) if snippets else 0) for r in rs)
         paths = list(searcher.search(self.Query().set_query(q)).getResults(0, HITS))
         return sum(len(p) + len(archive.get_entry_by_path(p).title) for p in paths)
-
-    def suggest(self, suggester, q: str) -> int:
-        return sum(len(p) for p in suggester.suggest(q).getResults(0, HITS))
 
 
 def timed_passes(fn, queries: list[str], passes: int) -> list[float]:
@@ -238,18 +225,9 @@ def archives_to_use(build: bool) -> dict[str, Path]:
 
 
 def run_worker(py: str, impl: str, zim: Path, key: str, extra: list[str]) -> dict:
-    env = dict(os.environ)
-    if impl == "ours":
-        env["PYTHONPATH"] = str(ROOT)
-    else:
-        env.pop("PYTHONPATH", None)
     cmd = [py, str(Path(__file__).resolve()), "--worker", impl, "--archive", str(zim),
            "--queries", str(HERE / "queries" / f"{key}.txt"), *extra]
-    # cwd outside the checkout: the peer must import its own libzim.
-    p = subprocess.run(cmd, env=env, cwd="/", capture_output=True, text=True, timeout=900)
-    if p.returncode != 0:
-        raise RuntimeError(f"{impl} on {key} failed: {p.stderr.strip()[-800:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return _harness.run_worker(cmd, impl, ROOT, 900, f"{impl} on {key}")
 
 
 def load1() -> float:

@@ -89,6 +89,27 @@ def child_python(**env: str) -> dict[str, Any]:
     return {"cwd": REPO_ROOT, "env": dict(os.environ, **env, PYTHONPATH=path)}
 
 
+def free_port() -> int:
+    """A port of 127.0.0.1 free a moment ago, for a test's server (only ever 127.0.0.1)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def http_get(url: str, timeout: float = 20) -> tuple[int, bytes]:
+    """(status, body) of a GET; an HTTP error status is returned, not raised."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
 # Where libzim releases behave differently, a test states what each release does
 # (docs/libzim-versions.md): 8.1.1 is Debian 12's, 9.2.3 Debian 13's. A libzim
 # with no measured expectation fails those tests instead of passing unchecked.

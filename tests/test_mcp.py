@@ -24,32 +24,12 @@ import anyio  # the SDK's dependency
 import httpx2  # the SDK's HTTP client
 from mcp import Client, StdioServerParameters
 
-from conftest import child_python
+from conftest import child_python, free_port
 from libzim import writer
 from libzim.mcp import Catalogue, ToolInputError, Tools
+from writer_support import TextItem
 
 TIMEOUT = 60  # seconds any one session may take (bounded: a hang fails the test)
-
-
-class _Item(writer.Item):
-    def __init__(self, path: str, title: str, mime: str, content: bytes | str) -> None:
-        super().__init__()
-        self._p, self._t, self._m, self._c = path, title, mime, content
-
-    def get_path(self) -> str:
-        return self._p
-
-    def get_title(self) -> str:
-        return self._t
-
-    def get_mimetype(self) -> str:
-        return self._m
-
-    def get_contentprovider(self) -> writer.ContentProvider:
-        return writer.StringProvider(self._c)
-
-    def get_hints(self) -> dict[writer.Hint, int]:
-        return {writer.Hint.FRONT_ARTICLE: True}
 
 
 INTRO = """<html><head><title>Intro Guide</title><script>var hidden = 1;</script></head><body>
@@ -82,18 +62,18 @@ def zims(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         c.set_mainpath("guide/intro.html")
         c.add_metadata("Title", "Alpha docs")
         c.add_metadata("Language", "eng")
-        c.add_item(_Item("guide/intro.html", "Intro Guide", "text/html", INTRO))
-        c.add_item(_Item("ref/api.html", "API Reference", "text/html", API))
-        c.add_item(_Item("long.html", "Long", "text/html", LONG))
-        c.add_item(_Item("logo.png", "Logo", "image/png", b"\x89PNG\r\n\x1a\n"))
+        c.add_item(TextItem("guide/intro.html", "Intro Guide", INTRO))
+        c.add_item(TextItem("ref/api.html", "API Reference", API))
+        c.add_item(TextItem("long.html", "Long", LONG))
+        c.add_item(TextItem("logo.png", "Logo", b"\x89PNG\r\n\x1a\n", "image/png"))
         for i in range(COMMON):
-            c.add_item(_Item(f"p/{i}", f"Page {i}", "text/html",
-                             f"<html><body><h1>Page {i}</h1><p>quorum number {i}</p></body></html>"))
+            c.add_item(TextItem(f"p/{i}", f"Page {i}",
+                                f"<html><body><h1>Page {i}</h1><p>quorum number {i}</p></body></html>"))
         c.add_redirection("old/intro", "Old intro", "guide/intro.html", {writer.Hint.FRONT_ARTICLE: True})
     with writer.Creator(paths["beta"]).config_indexing(True, "eng") as c:
-        c.add_item(_Item("b/zorblax.html", "Zorblax in Beta", "text/html", BETA))
+        c.add_item(TextItem("b/zorblax.html", "Zorblax in Beta", BETA))
     with writer.Creator(paths["gamma"]) as c:  # no full-text index
-        c.add_item(_Item("g.html", "Gamma page", "text/html", "<html><body><p>zorblax gamma</p></body></html>"))
+        c.add_item(TextItem("g.html", "Gamma page", "<html><body><p>zorblax gamma</p></body></html>"))
     return paths
 
 
@@ -357,14 +337,8 @@ def test_stdio_invalid_utf8(zims: dict[str, Path]) -> None:
         proc.wait(timeout=10)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _http_server(zims: dict[str, Path], *extra: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
+    port = free_port()
     kw = child_python()
     proc = subprocess.Popen([sys.executable, "-m", "libzim", "mcp", *map(str, zims.values()), "--http",
                              "--address", "127.0.0.1", "--port", str(port), *extra],

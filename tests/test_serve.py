@@ -20,8 +20,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -40,6 +38,7 @@ from libzim.serve.app import QUICK, SLOW, PriorityPool, parse_range, parse_range
 from libzim.serve.library import book_name_from_path  # noqa: E402
 
 from conftest import FREE_THREADED, REPO_ROOT, child_python, per_libzim  # noqa: E402
+from conftest import free_port as _free_port, http_get as _get  # noqa: E402
 from search_fixtures import *  # noqa: E402,F401,F403
 from search_fixtures import PAGES_A, pages_with  # noqa: E402
 from writer_support import TextItem  # noqa: E402
@@ -778,20 +777,6 @@ def test_wsgi_example(fra_path):
 
 
 # -- the live server --------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _get(url: str, timeout: float = 20) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
 
 
 def _raw(port: int, data: bytes, timeout: float = 20) -> bytes:

@@ -14,8 +14,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 import warnings
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from libzim.serve.library import date_alias  # noqa: E402
 from libzim.serve.libraryfile import LibraryFileError, Reloader, Source, read_library_file  # noqa: E402
 
 from conftest import child_python  # noqa: E402
+from conftest import free_port as _free_port, http_get as _get  # noqa: E402
 from writer_support import TextItem  # noqa: E402
 
 BIG = random.Random(30).randbytes(4 << 20)  # streamed in chunks (above 1 MiB)
@@ -215,20 +214,6 @@ def test_replaced_file_is_reopened(tmp_path):
 
 
 # -- the command line --------------------------------------------------------
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _get(url: str, timeout: float = 20) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
-
 
 class Live:
     """``zim serve ARGS`` in a child process, its output in files (a full pipe would block it)."""

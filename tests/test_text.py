@@ -20,6 +20,7 @@ from gilprobe import assert_releases_gil
 from libzim import _libzim, writer
 from libzim.reader import Archive
 from libzim.search import Query, Searcher
+from writer_support import TextItem
 
 
 def text(html: str, main_only: bool = True, max_chars: int | None = None) -> str:
@@ -138,27 +139,6 @@ PAGE_TEXT = "Apples\nApples are sweet fruit."
 PAGE_ALL = "Top menu\nApples\nApples are sweet fruit.\nFooter links"
 
 
-class _Item(writer.Item):
-    def __init__(self, path: str, title: str, mime: str, content: bytes | str) -> None:
-        super().__init__()
-        self._p, self._t, self._m, self._c = path, title, mime, content
-
-    def get_path(self) -> str:
-        return self._p
-
-    def get_title(self) -> str:
-        return self._t
-
-    def get_mimetype(self) -> str:
-        return self._m
-
-    def get_contentprovider(self) -> writer.ContentProvider:
-        return writer.StringProvider(self._c)
-
-    def get_hints(self) -> dict[writer.Hint, int]:
-        return {writer.Hint.FRONT_ARTICLE: True}
-
-
 def _word(i: int) -> str:
     return "".join("abcdefghij"[int(d)] for d in str(i))
 
@@ -176,14 +156,14 @@ def page_expected(i: int) -> str:
 def zim(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("text") / "text.zim"
     with writer.Creator(path).config_indexing(True, "eng") as c:
-        c.add_item(_Item("apples", "Apples", "text/html", PAGE))
-        c.add_item(_Item("xhtml", "X", "application/xhtml+xml; charset=utf-8",
-                         "<html><body><p>x&amp;y</p></body></html>"))
-        c.add_item(_Item("notes.txt", "Notes", "text/plain", "  raw <b>text</b>\n\nkept  "))
-        c.add_item(_Item("readme.md", "Readme", "text/markdown", "# Title\n\n*emph*"))
-        c.add_item(_Item("logo.png", "Logo", "image/png", b"\x89PNG\r\n\x1a\n"))
+        c.add_item(TextItem("apples", "Apples", PAGE))
+        c.add_item(TextItem("xhtml", "X", "<html><body><p>x&amp;y</p></body></html>",
+                         "application/xhtml+xml; charset=utf-8"))
+        c.add_item(TextItem("notes.txt", "Notes", "  raw <b>text</b>\n\nkept  ", "text/plain"))
+        c.add_item(TextItem("readme.md", "Readme", "# Title\n\n*emph*", "text/markdown"))
+        c.add_item(TextItem("logo.png", "Logo", b"\x89PNG\r\n\x1a\n", "image/png"))
         for i in range(60):
-            c.add_item(_Item(f"p/{i}", f"Page {i}", "text/html", page_html(i)))
+            c.add_item(TextItem(f"p/{i}", f"Page {i}", page_html(i)))
     return path
 
 

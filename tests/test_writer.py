@@ -17,7 +17,9 @@ from libzim.search import Searcher
 from libzim.suggestion import SuggestionSearcher
 from writer_support import (
     METADATA,
+    PiecesProvider,
     TextItem,
+    WordsIndex,
     add_required_metadata,
     html,
     leftovers,
@@ -29,24 +31,11 @@ from writer_support import (
 BINARY = bytes(range(256)) * 64 + b"\x00tail"
 
 
-class ChunkedProvider(writer.ContentProvider):
-    """Feeds its content in pieces through gen_blob."""
-
-    def __init__(self, parts):
-        super().__init__()
-        self.parts = parts
-
-    def get_size(self):
-        return sum(len(p) for p in self.parts)
-
-    def gen_blob(self):
-        for p in self.parts:
-            yield writer.Blob(p)
-
-
 class ChunkedItem(TextItem):
+    """Feeds its content (a list of parts) in pieces through gen_blob."""
+
     def get_contentprovider(self):
-        return ChunkedProvider(self.content)
+        return PiecesProvider(self.content)
 
 
 class FileItem(TextItem):
@@ -54,32 +43,9 @@ class FileItem(TextItem):
         return writer.FileProvider(self.content)
 
 
-class CustomIndex(writer.IndexData):
-    def __init__(self, title, words):
-        self.title, self.words = title, words
-
-    def has_indexdata(self):
-        return True
-
-    def get_title(self):
-        return self.title
-
-    def get_content(self):
-        return self.words
-
-    def get_keywords(self):
-        return "marsupial"
-
-    def get_wordcount(self):
-        return len(self.words.split())
-
-    def get_geoposition(self):
-        return (48.85, 2.35)
-
-
 class CustomIndexItem(TextItem):
     def get_indexdata(self):
-        return CustomIndex(self.title, "quokka wallaby " + self.title)
+        return WordsIndex(self.title, "quokka wallaby " + self.title, "marsupial", (48.85, 2.35))
 
 
 class NotIndexedItem(TextItem):

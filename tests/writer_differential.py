@@ -5,80 +5,32 @@ python-libzim 3.13.1's (the reference), so it uses only python-libzim's API:
     python writer_differential.py OUT.zim
 """
 import datetime
+import os
 import sys
 
-from libzim.writer import Blob, ContentProvider, Creator, Hint, IndexData, Item, StringProvider
+from libzim.writer import Creator, Hint
+
+# The writer tests' items, providers and index data (writer_support.py uses only
+# python-libzim's API too).  The oracle runs this with -I, which leaves this
+# folder out of sys.path; appended, it cannot shadow the libzim under test.
+sys.path.append(os.path.dirname(os.path.abspath(__file__)))
+from writer_support import PiecesProvider, TextItem, WordsIndex  # noqa: E402
 
 WORDS = ("river mountain forest desert ocean island valley canyon glacier meadow "
          "volcano prairie tundra lagoon delta plateau marsh savanna reef fjord").split()
 
 
-class Page(Item):
-    def __init__(self, path, title, content, mimetype="text/html", hints=None):
-        super().__init__()
-        self.path, self.title, self.content, self.mimetype = path, title, content, mimetype
-        self.hints = {Hint.FRONT_ARTICLE: True} if hints is None else hints
-
-    def get_path(self):
-        return self.path
-
-    def get_title(self):
-        return self.title
-
-    def get_mimetype(self):
-        return self.mimetype
-
+class PiecesPage(TextItem):
     def get_contentprovider(self):
-        return StringProvider(self.content)
-
-    def get_hints(self):
-        return self.hints
+        return PiecesProvider([self.content[i:i + 7] for i in range(0, len(self.content), 7)])
 
 
-class Pieces(ContentProvider):
-    def __init__(self, parts):
-        super().__init__()
-        self.parts = parts
-
-    def get_size(self):
-        return sum(len(p) for p in self.parts)
-
-    def gen_blob(self):
-        for p in self.parts:
-            yield Blob(p)
-
-
-class PiecesPage(Page):
-    def get_contentprovider(self):
-        return Pieces([self.content[i:i + 7] for i in range(0, len(self.content), 7)])
-
-
-class Custom(IndexData):
-    def __init__(self, title, text):
-        self.title, self.text = title, text
-
-    def has_indexdata(self):
-        return True
-
-    def get_title(self):
-        return self.title
-
-    def get_content(self):
-        return self.text
-
-    def get_keywords(self):
-        return "keyword" + self.title.split()[-1]
-
-    def get_wordcount(self):
-        return len(self.text.split())
-
-
-class CustomPage(Page):
+class CustomPage(TextItem):
     def get_indexdata(self):
-        return Custom(self.title, "zephyr " + self.title)
+        return WordsIndex(self.title, "zephyr " + self.title, "keyword" + self.title.split()[-1])
 
 
-class Unindexed(Page):
+class Unindexed(TextItem):
     def get_indexdata(self):
         return None
 
@@ -99,11 +51,11 @@ def main(out):
         c.add_metadata("X-Custom", "x", mimetype="text/x-custom")
         c.add_illustration(48, b"\x89PNG not really a png")
         for i in range(120):
-            cls = (Page, PiecesPage, CustomPage, Unindexed)[i % 4]
+            cls = (TextItem, PiecesPage, CustomPage, Unindexed)[i % 4]
             c.add_item(cls(f"pages/p{i:03}.html", f"Page title {i}", body(i)))
-        c.add_item(Page("blob.bin", "", bytes(range(256)) * 9, "application/octet-stream", {}))
-        c.add_item(Page("plain.txt", "Plain", "caf\u00e9 \u00e9t\u00e9", "text/plain",
-                        {Hint.COMPRESS: False}))
+        c.add_item(TextItem("blob.bin", "", bytes(range(256)) * 9, "application/octet-stream", {}))
+        c.add_item(TextItem("plain.txt", "Plain", "caf\u00e9 \u00e9t\u00e9", "text/plain",
+                            {Hint.COMPRESS: False}))
         c.add_redirection("r/first", "First redirect", "pages/p000.html",
                           {Hint.FRONT_ARTICLE: True})
         c.add_redirection("r/second", "Second redirect", "blob.bin", {})

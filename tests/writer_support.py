@@ -52,6 +52,46 @@ class TextItem(writer.Item):
         return self.hints
 
 
+class PiecesProvider(writer.ContentProvider):
+    """Feeds its parts through gen_blob, one Blob each."""
+
+    def __init__(self, parts):
+        super().__init__()
+        self.parts = parts
+
+    def get_size(self):
+        return sum(len(p) for p in self.parts)
+
+    def gen_blob(self):
+        for p in self.parts:
+            yield writer.Blob(p)
+
+
+class WordsIndex(writer.IndexData):
+    """Index data given outright instead of taken from the content."""
+
+    def __init__(self, title, words, keywords, geoposition=None):
+        self.title, self.words, self.keywords, self.geoposition = title, words, keywords, geoposition
+
+    def has_indexdata(self):
+        return True
+
+    def get_title(self):
+        return self.title
+
+    def get_content(self):
+        return self.words
+
+    def get_keywords(self):
+        return self.keywords
+
+    def get_wordcount(self):
+        return len(self.words.split())
+
+    def get_geoposition(self):
+        return self.geoposition
+
+
 def html(body: str, title: str = "") -> str:
     return f"<html><head><title>{title}</title></head><body><p>{body}</p></body></html>"
 

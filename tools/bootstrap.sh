@@ -29,14 +29,7 @@ else
     step_done "Debian packages: all ${#APT_PACKAGES[@]} installed already"
 fi
 
-# pip takes seconds to find that nothing is to do; the metadata check a tenth of one.
-step_start "pip requirements (requirements-dev.txt)"
-if "$PY" tools/requirements_met.py requirements-dev.txt 2>/dev/null; then
-    step_done "pip requirements: all installed already"
-else
-    "$PY" -m pip install -q --disable-pip-version-check -r requirements-dev.txt
-    step_done "pip requirements: installed"
-fi
+pip_requirements requirements-dev.txt
 
 # The extension, built in place, and this checkout installed editable. Rebuilding
 # takes half a minute, so it is skipped when nothing it depends on changed: the

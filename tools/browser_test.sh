@@ -24,12 +24,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 else
     step_done "chromium and chromium-driver: installed already"
 fi
-if "$PY" tools/requirements_met.py requirements-browser.txt 2>/dev/null; then
-    echo "browser_test: selenium: installed already" >&2
-else
-    step "pip install -r requirements-browser.txt" \
-        "$PY" -m pip install -q --disable-pip-version-check -r requirements-browser.txt
-fi
+pip_requirements requirements-browser.txt
 export LIBZIM_C_BROWSER_SHOTS=${LIBZIM_C_BROWSER_SHOTS:-$(mktemp -d /tmp/libzim-c-browser.XXXXXX)}
 echo "browser_test: screenshots in $LIBZIM_C_BROWSER_SHOTS" >&2
 step "pytest tests/browser_serve.py" "$PY" -m pytest -q -p no:cacheprovider tests/browser_serve.py "$@"

@@ -16,13 +16,7 @@ PY=${PYTHON:-python3}
 root=$PWD
 export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" NO_MKDOCS_2_WARNING=1
 
-step_start "pip requirements (requirements-docs.txt)"
-if "$PY" tools/requirements_met.py requirements-docs.txt 2>/dev/null; then
-    step_done "pip requirements: all installed already"
-else
-    "$PY" -m pip install -q --disable-pip-version-check -r requirements-docs.txt
-    step_done "pip requirements: installed"
-fi
+pip_requirements requirements-docs.txt
 
 checkout_built() { (cd /tmp && "$PY" -c 'import sys, libzim._libzim as m; sys.exit(not m.__file__.startswith(sys.argv[1]))' "$root/libzim/"); }
 if ! checkout_built 2>/dev/null; then

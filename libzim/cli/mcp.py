@@ -73,13 +73,9 @@ def _run_http(module: Any, server: Any, args: argparse.Namespace, token: str | N
     sys.stderr.flush()
     config = uvicorn.Config(app, host=args.address, port=args.port, log_level="warning", ws="none",
                             timeout_graceful_shutdown=5, server_header=False)
-    userver = uvicorn.Server(config)
-    try:
-        userver.run()
-    except SystemExit:  # uvicorn exits this way when it cannot start (port taken, ...)
-        pass
-    if not userver.started:
-        raise CLIError(f"cannot serve on {args.address}:{args.port} (uvicorn's reason above)", kind="OSError")
+    from .serve import run_uvicorn
+
+    run_uvicorn(uvicorn.Server(config), args.address, args.port)
     return 0
 
 

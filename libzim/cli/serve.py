@@ -183,14 +183,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.attachToProcess:
         _watch_parent(args.attachToProcess, server)
     try:
+        run_uvicorn(server, address, port)
+    finally:
+        app.state.server.library.close()
+    return 0
+
+
+def run_uvicorn(server: Any, address: str, port: int) -> None:
+    """Runs a ``uvicorn.Server`` until it stops (zim serve's and zim mcp --http's);
+    a CLIError if it never started."""
+    try:
         server.run()
     except SystemExit:  # uvicorn exits this way when it cannot start (port taken, ...)
         pass
-    finally:
-        app.state.server.library.close()
     if not server.started:
         raise CLIError(f"cannot serve on {address}:{port} (uvicorn's reason above)", kind="OSError")
-    return 0
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
