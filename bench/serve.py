@@ -405,6 +405,10 @@ def report(runs: list[dict[str, object]], meta: dict[str, object], peak: dict[st
         "died) is failed and left out of the medians.",
         "",
     ]
+    loads = meta.get("load1_start_end")
+    if meta.get("note") and isinstance(loads, list):
+        lines += [f"Conditions: {meta['note']} (1-minute load average {_fmt(float(loads[0]))} at the start, "
+                  f"{_fmt(float(loads[1]))} at the end.)", ""]
     by = {}
     for r in runs:
         by.setdefault((r["workload"], r["clients"], r["server"]), []).append(r)
@@ -550,6 +554,8 @@ def main() -> int:
     p.add_argument("--quick", action="store_true",
                    help="1 trial of 2 s runs, 1 and 8 clients, pageLength 10, a 5 s soak: checks the harness")
     p.add_argument("--out", default=str(HERE / "results" / "serve"), help="output path without suffix")
+    p.add_argument("--note", default="", help="a line for the results about the run's conditions (e.g. who else "
+                   "used the machine); written under the table's header and into the JSON's meta")
     args = p.parse_args()
     if args.quick:
         args.trials, args.duration, args.warmup = 1, 2.0, 0.5
@@ -567,6 +573,7 @@ def main() -> int:
         ["kiwix-serve", "--version"], capture_output=True, text=True).stdout.splitlines() if line.strip())
     work = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     t0 = time.monotonic()
+    load_start = load1()
     try:
         books, links = [], []
         for src in sources:
@@ -593,7 +600,8 @@ def main() -> int:
     meta = {"command": command, "archives": [s.name for s in sources], "kiwix": kiwix_version,
             "threads": args.threads, "clients": args.clients, "page_lengths": args.page_lengths,
             "duration_s": args.duration, "warmup_s": args.warmup, "trials": args.trials, "soak_s": args.soak,
-            "cpus": os.cpu_count(), "elapsed_s": round(elapsed), "peak_pss_kib": peak,
+            "cpus": os.cpu_count(), "elapsed_s": round(elapsed), "peak_pss_kib": peak, "note": args.note,
+            "load1_start_end": [load_start, load1()],
             "urls": {b.name: {"content": len(b.content), "search": len(b.queries), "suggest": len(b.terms)}
                      for b in books}}
     out.with_suffix(".json").write_text(json.dumps({"meta": meta, "runs": runs}, indent=1) + "\n")

@@ -484,4 +484,26 @@ def test_nojs_library(server, browser, shots):
     _no_alert(browser)
     shot(browser, shots, "nojs")
     browser.find_element(By.CSS_SELECTOR, f"li[data-name='{READER}'] a.zv-title").click()
-    WebDriverWait(browser, WAIT).until(EC.url_to_be(f"{server}/content/{READER}/index.html"))
+    # -b: an article opened in a tab goes into the viewer, where its external links are caught.
+    WebDriverWait(browser, WAIT).until(EC.url_to_be(f"{server}/viewer#{READER}/index.html"))
+
+
+def test_blocked_article_opened_directly_goes_to_the_viewer(server, browser, shots):
+    # -b: /content/ typed or linked from elsewhere is not read outside the viewer, so no
+    # link of the article leaves without the catch page.
+    browser.get(f"{server}/content/{READER}/A/second.html?x=1")
+    # (the viewer's hash keeps the path; the frame keeps the query)
+    WebDriverWait(browser, WAIT).until(EC.url_contains(f"{server}/viewer#{READER}/A/second.html"))
+    WebDriverWait(browser, WAIT).until(lambda d: _frame_url(d) == f"{server}/content/{READER}/A/second.html?x=1")
+    browser.get(f"{server}/content/{READER}/index.html")
+    _wait_hash(browser, f"#{READER}/index.html")
+    WebDriverWait(browser, WAIT).until(lambda d: d.execute_script("return document.readyState") == "complete")
+    _click_in_frame(browser, "external")
+    WebDriverWait(browser, WAIT).until(EC.url_contains("/catch/external?source="))
+    shot(browser, shots, "catch-external-from-direct-content")
+
+
+def test_unblocked_article_opened_directly_stays(plain_server, browser):
+    browser.get(f"{plain_server}/content/{READER}/index.html")
+    WebDriverWait(browser, WAIT).until(EC.presence_of_element_located((By.ID, "external")))
+    assert browser.current_url == f"{plain_server}/content/{READER}/index.html"

@@ -31,6 +31,8 @@ from writer_support import TextItem  # noqa: E402
 READER = "reader"  # the book of reader.zim
 READER_TITLE = "Reader's <book> & \"co\""
 EXTERNAL = "https://example.org/outside?x=1&y=<2>"
+STYLE = "body { color: #123; }"
+IN_A_TAB = {"Sec-Fetch-Dest": "document", "Sec-Fetch-Mode": "navigate"}  # what a browser sends for a tab
 
 
 def page(title: str, body: str) -> str:
@@ -65,6 +67,7 @@ def reader_path(tmp_path_factory) -> Path:
         c.set_mainpath("index.html")
         for path, (title, text) in ARTICLES.items():
             c.add_item(TextItem(path, title, text))
+        c.add_item(TextItem("style.css", "", STYLE, "text/css", hints={}))
         for k, v in (("Title", READER_TITLE), ("Language", "eng"), ("Description", "A <i>book</i> to read"),
                      ("Creator", "us"), ("Publisher", "us"), ("Date", "2026-01-01"), ("Name", "reader")):
             c.add_metadata(k, v)
@@ -173,6 +176,70 @@ def test_content_stays_byte_exact(client):
     for path, (_, text) in ARTICLES.items():
         r = client.get(f"/content/{READER}/{path}")
         assert r.status_code == 200 and r.content == text.encode(), path
+
+
+# -- -b and /content/ opened outside the viewer ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def blocking(reader_path):
+    with TestClient(create_app([reader_path], threads=1, block_external=True)) as c:
+        yield c
+
+
+def test_blocked_article_in_a_tab_goes_to_the_viewer(blocking):
+    for path in ARTICLES:
+        for method in ("GET", "HEAD"):
+            r = blocking.request(method, f"/content/{READER}/{path}", headers=IN_A_TAB, follow_redirects=False)
+            assert r.status_code == 302 and r.headers["location"] == f"/viewer#{READER}/{path}", (method, path)
+            assert r.content == b"" and "Sec-Fetch-Dest" in r.headers["vary"]
+    r = blocking.get(f"/content/{READER}/A/first.html?a=1&b=%3C", headers=IN_A_TAB, follow_redirects=False)
+    assert r.headers["location"] == f"/viewer#{READER}/A/first.html?a=1&b=%3C"
+    # kiwix-serve 3.3's URL, the book's root and /raw/ end there too
+    for url in (f"/{READER}/A/first.html", f"/content/{READER}", f"/raw/{READER}/content/A/first.html"):
+        r = blocking.get(url, headers=IN_A_TAB)
+        assert r.status_code == 200 and r.url.path == "/viewer", url
+    # even when the browser has the page cached (If-None-Match): no 304 into the tab
+    etag = blocking.get(f"/content/{READER}/index.html").headers["etag"]
+    r = blocking.get(f"/content/{READER}/index.html", headers=IN_A_TAB | {"If-None-Match": etag},
+                     follow_redirects=False)
+    assert r.status_code == 302
+
+
+def test_blocked_article_in_the_frame_stays_byte_exact(blocking):
+    # The viewer's frame (Sec-Fetch-Dest: iframe), a script's fetch (empty) and programs
+    # that send no such header (curl, Kiwix apps) get the bytes as the archive has them.
+    for dest in ({"Sec-Fetch-Dest": "iframe"}, {"Sec-Fetch-Dest": "empty"}, {}):
+        for path, (_, text) in ARTICLES.items():
+            r = blocking.get(f"/content/{READER}/{path}", headers=dest, follow_redirects=False)
+            assert r.status_code == 200 and r.content == text.encode(), (dest, path)
+            assert "Sec-Fetch-Dest" in r.headers["vary"]  # no cache may give a tab the frame's answer
+            assert r.headers["content-security-policy"].endswith(" form-action 'self';")
+
+
+def test_blocked_non_document_in_a_tab_is_served(blocking):
+    r = blocking.get(f"/content/{READER}/style.css", headers=IN_A_TAB, follow_redirects=False)
+    assert r.status_code == 200 and r.content == STYLE.encode()
+
+
+def test_unblocked_article_in_a_tab_is_served(client):
+    for path, (_, text) in ARTICLES.items():
+        r = client.get(f"/content/{READER}/{path}", headers=IN_A_TAB, follow_redirects=False)
+        assert r.status_code == 200 and r.content == text.encode(), path
+        assert "Sec-Fetch-Dest" not in r.headers.get("vary", "")
+        assert "form-action" not in r.headers["content-security-policy"]  # kiwix-serve's policy, as it is
+
+
+def test_blocked_article_under_a_mount_point(reader_path):
+    with TestClient(create_app([reader_path], threads=1, block_external=True, root="/wiki")) as c:
+        r = c.get(f"/wiki/content/{READER}/A/first.html", headers=IN_A_TAB, follow_redirects=False)
+        assert r.status_code == 302 and r.headers["location"] == f"/wiki/viewer#{READER}/A/first.html"
+
+
+def test_blocked_viewer_says_why_it_needs_javascript(reader_path):
+    t = viewer_text(reader_path, block_external=True)
+    assert "without JavaScript articles do not open here" in t
+    assert "without JavaScript articles do not open here" not in viewer_text(reader_path)
 
 
 # -- /nojs ---------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from libzim import ZimError
 from .core import (GET, GZIP_ABOVE, HTTPError, Server, accepts_gzip, compressible, endpoint, error_response, gzip_bytes,
                    join, redirect, root_of)
 from .library import Book, resolve
+from .viewer import viewer_url
 
 __all__ = ["parse_range", "parse_ranges", "routes", "send_bytes"]
 
@@ -31,6 +32,12 @@ CONTENT_CACHE = "max-age=3600, must-revalidate"  # what the newest kiwix-serve s
 CONTENT_CSP = ("default-src 'self' data: blob: about: 'unsafe-inline' 'unsafe-eval'; "
                "sandbox allow-scripts allow-same-origin allow-modals allow-popups "
                "allow-popups-to-escape-sandbox allow-forms allow-downloads;")
+# With -b, forms in an article may not send the reader to another site either (the
+# viewer catches links on click; a form's submission it does not see).
+CONTENT_CSP_BLOCKED = CONTENT_CSP + " form-action 'self';"
+# With -b, a browser opening one of these at the top of a tab (not in the viewer's
+# frame) is sent to the viewer, which catches the links that leave the library.
+LINKING_TYPES = ("text/html", "application/xhtml+xml", "image/svg+xml", "application/pdf")
 _MIME_OK = re.compile(r"^[A-Za-z0-9!#$&^_.+-]{1,64}/[A-Za-z0-9!#$&^_.+-]{1,64}( *;[ -~]{0,128})?$")
 
 
@@ -95,10 +102,31 @@ async def _content(server: Server, request: Request, name: str, path: str, raw: 
     if isinstance(found, str):
         return redirect(join(prefix, found))
     body, mimetype, etag, packed = found
+    blocking = server.options.block_external
+    if blocking and opened_in_tab(request) and mimetype.split(";")[0].strip().lower() in LINKING_TYPES:
+        return _to_viewer(request, name, path)
     r = send_bytes(request, body, mimetype, etag, packed)
+    if blocking:  # the answer depends on where it is opened: no cache may give a tab the frame's
+        r.headers["Vary"] = ", ".join(filter(None, [r.headers.get("Vary"), "Sec-Fetch-Dest"]))
     if not raw and not mimetype.startswith("application/pdf"):  # kiwix-serve leaves PDF out (Chromium's viewer)
-        r.headers["Content-Security-Policy"] = CONTENT_CSP
+        r.headers["Content-Security-Policy"] = CONTENT_CSP_BLOCKED if blocking else CONTENT_CSP
         r.headers["Referrer-Policy"] = "no-referrer"
+    return r
+
+
+def opened_in_tab(request: Request) -> bool:
+    """Whether a browser asks for the page as the top of a tab or window (its
+    ``Sec-Fetch-Dest: document``), not for a frame, a fetch or a program such as curl
+    (which send no such header and get the bytes as they are)."""
+    return request.headers.get("sec-fetch-dest", "").strip().lower() == "document"
+
+
+def _to_viewer(request: Request, name: str, path: str) -> Response:
+    """``-b``: an article opened outside the viewer goes into it (its query kept; its
+    #anchor the browser never sent), so its external links reach ``/catch/external``."""
+    query = request.url.query
+    r = redirect(viewer_url(name, path, root_of(request)) + (f"?{quote(query, safe='=&%+;/:,')}" if query else ""))
+    r.headers["Vary"] = "Sec-Fetch-Dest"
     return r
 
 

@@ -88,11 +88,20 @@ def viewer_page(options: Options, root: str = "") -> str:
         + f'<script src="{r}/skin/viewer.js?v={ASSET_VERSION}" defer></script></head>\n'
         f'<body class="zv-viewer" data-root="{r}" data-block-external="{int(options.block_external)}">\n'
         f'<nav id="zv-bar" aria-label="Reading">{library}{home}{search}{random}</nav>\n'
-        f'<noscript><p class="zv-noscript">This reader needs JavaScript. Without it, '
-        f'<a href="{r}/nojs">the library for browsers without JavaScript</a> opens the articles as they are.'
-        '</p></noscript>\n'
-        '<iframe id="zv-frame" name="zv-frame" title="Article"></iframe>\n</body></html>\n'
+        + _noscript(options, r)
+        + '<iframe id="zv-frame" name="zv-frame" title="Article"></iframe>\n</body></html>\n'
     )
+
+
+def _noscript(options: Options, r: str) -> str:
+    if options.block_external:  # -b: articles open only here, where their links are looked at in script
+        return ('<noscript><p class="zv-noscript">This reader needs JavaScript. This server lets no link leave '
+                'the library without a warning, and the reader gives it in script, so without JavaScript articles '
+                f'do not open here. <a href="{r}/nojs">The library for browsers without JavaScript</a> lists the '
+                'books.</p></noscript>\n')
+    return ('<noscript><p class="zv-noscript">This reader needs JavaScript. Without it, '
+            f'<a href="{r}/nojs">the library for browsers without JavaScript</a> opens the articles as they are.'
+            '</p></noscript>\n')
 
 
 def nojs_page(books: Sequence[Book], shown: Sequence[Book], query: str, lang: str, root: str = "") -> str:
