@@ -47,7 +47,7 @@ USER_CLUSTERCACHE = os.environ.get("ZIM_CLUSTERCACHE")
 def build_engine_bench() -> Path:
     exe = OUT / "snippet_engine"
     # The engine reads compressed articles through the shim's cluster cache.
-    srcs = [HERE / "snippet_engine.cpp"] + [ROOT / "src" / f"zimshim_{n}.cpp" for n in ("snippet", "core", "cluster", "file")]
+    srcs = [HERE / "snippet_engine.cpp"] + [ROOT / "src" / f"zimshim_{n}.cpp" for n in ("snippet", "snippet_cache", "core", "cluster", "file")]
     deps = srcs + [ROOT / "src" / "zimshim_snippet.hpp", ROOT / "src" / "zimshim_impl.hpp"]
     if exe.exists() and all(exe.stat().st_mtime >= p.stat().st_mtime for p in deps):
         return exe

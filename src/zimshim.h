@@ -405,6 +405,13 @@ long zs_test_block_open(long n);
 
 /* ---- snippet engine ----------------------------------------------------------- */
 
+/* The snippet engine's cache of hits' visible text (zimshim_snippet_cache.cpp):
+ * one byte budget for the process (default 16 MiB), apart from the cluster
+ * cache's; current counts the texts' bytes and their bookkeeping, count the
+ * texts. Lowering the budget evicts at once. */
+int zs_snippet_cache_sizes(uint64_t *max, uint64_t *current, uint64_t *count, zs_error *err);
+int zs_snippet_cache_set_max(uint64_t bytes, zs_error *err);
+
 /* Testing hook: libzim-c's snippet of an HTML document for a query, stemmed
  * for an index language (as in an index's "language" metadata, e.g. "eng";
  * "" for none).  *out is UTF-8, malloc'd (zs_buffer_free). */

@@ -15,6 +15,7 @@
 // of those (pooled searchers, spare lookup copies), where libzim keeps one
 // per copy.
 #include "zimshim_impl.hpp"
+#include "zimshim_snippet.hpp"
 
 #include <lzma.h>
 #include <zstd.h>
@@ -657,10 +658,13 @@ std::once_flag g_budget_once;
 class ClusterCache {
   public:
     explicit ClusterCache(const Header &h)
-        : header(h),
+        : header(h), serial(next_serial()),
           infos_(h.clusters <= kMaxInfos ? new std::atomic<uint8_t>[h.clusters]() : nullptr) {}
 
     ~ClusterCache() {
+        // The snippet text of this file's blobs goes with it (the serial is
+        // never reused, so it could only linger).
+        zsnip::text_cache_forget(serial);
         std::vector<std::shared_ptr<Cluster>> dropped;
         {
             std::lock_guard<std::mutex> lk(g_lru_mu);
@@ -673,6 +677,8 @@ class ClusterCache {
     }
 
     const Header header;
+    // This cache's identity for the snippet text cache, unique in the process.
+    const uint64_t serial;
 
     std::shared_ptr<Cluster> get(uint32_t index) {
         std::vector<std::shared_ptr<Cluster>> dropped;  // freed after the lock
@@ -731,6 +737,10 @@ class ClusterCache {
     }
 
   private:
+    static uint64_t next_serial() {
+        static std::atomic<uint64_t> n{0};
+        return ++n;
+    }
     // One byte per cluster: 4 MiB at most.
     static const uint32_t kMaxInfos = 1u << 22;
     std::unordered_map<uint32_t, Lru::iterator> map_;  // under g_lru_mu
@@ -829,6 +839,17 @@ bool compressed_item_data(const OpenFile &f, const zim::Item &item, zim::Blob *o
         throw;
     }
     f.clusters->charge(w.cluster, held);
+    return true;
+}
+
+bool item_text_key(const OpenFile &f, const zim::Item &item, uint64_t *file, uint32_t *cluster,
+                   uint32_t *blob) {
+    Where w;
+    if (!locate(f, item, &w))
+        return false;
+    *file = f.clusters->serial;
+    *cluster = w.cluster;
+    *blob = w.blob;
     return true;
 }
 

@@ -201,6 +201,10 @@ std::shared_ptr<ClusterCache> make_cluster_cache(const OpenFile &f);
 // through f's cache, or in an uncompressed one, read with pread (both offset
 // tables checked); false for anything else (the caller reads it as before).
 bool compressed_item_data(const OpenFile &f, const zim::Item &item, zim::Blob *out);
+// Where item's content is, as the key of the snippet engine's text cache:
+// false for what compressed_item_data() does not read.
+bool item_text_key(const OpenFile &f, const zim::Item &item, uint64_t *file, uint32_t *cluster,
+                   uint32_t *blob);
 // Its size, from the cluster's offset table (libzim would read the cluster
 // into a cache of its own for that, and 8.1.1 trusts an uncompressed one's).
 bool compressed_item_size(const OpenFile &f, const zim::Item &item, uint64_t *size);

@@ -172,13 +172,38 @@ struct Match {
     int term;
 };
 
+// With record set, a Builder only collects the visible text as its buffer
+// holds it (chunks between spaces, one ' ' between them, nothing before the
+// first or after the last), to be kept and replayed later (replay()) into a
+// Builder that scores it: the same code lays out the text both ways.
 class Builder {
   public:
-    Builder(Snippeter::Impl &q, size_t length) : q_(q), len_(length) {
+    Builder(Snippeter::Impl &q, size_t length, bool record = false)
+        : q_(q), len_(length), record_(record) {
         counts_.assign(q.terms.size(), 0);
     }
 
     bool done() const { return done_; }
+
+    // A recorded text (take_text()), as if its events came again: a chunk's
+    // bytes are appended as text() appends an ASCII run, each ' ' is the
+    // space that separated them. Stops once the snippet is settled, where
+    // the scanner would stop (what comes after cannot change it).
+    void replay(const std::string &t) {
+        const char *p = t.data(), *e = p + t.size();
+        while (p < e && !done_) {
+            const char *sp = (const char *)std::memchr(p, ' ', (size_t)(e - p));
+            const char *stop = sp ? sp : e;
+            before_char();
+            buf_.append(p, (size_t)(stop - p));
+            if (sp)
+                space_ = true;
+            p = sp ? sp + 1 : e;
+        }
+    }
+
+    // A recording Builder's text.
+    std::string take_text() { return std::move(buf_); }
 
     // Visible text as it comes, in any amount; whitespace runs collapse.
     void text(const char *p, size_t n) {
@@ -259,6 +284,10 @@ class Builder {
 
     // A run of text between spaces is complete: find its words.
     void end_chunk() {
+        if (record_) {
+            chunk_ = buf_.size();
+            return;
+        }
         if (chunk_ < buf_.size())
             tokenize(chunk_, buf_.size());
         chunk_ = buf_.size();
@@ -523,6 +552,7 @@ class Builder {
 
     Snippeter::Impl &q_;
     size_t len_;
+    bool record_;
     std::string buf_;  // visible text from absolute offset base_
     size_t base_ = 0, chunk_ = 0;
     bool space_ = false, done_ = false, ended_ = false;
@@ -546,17 +576,74 @@ Snippeter::~Snippeter() = default;
 
 const std::vector<std::string> &Snippeter::terms() const { return impl_->terms; }
 
+namespace {
+
+// The scanner's sink for a hit whose text is not cached yet: records the
+// whole text for the cache and, until the snippet is settled, builds it.
+class Tee {
+  public:
+    Tee(Builder &record, Builder &snippet) : record_(record), snippet_(snippet) {}
+    bool done() const { return false; }
+    void text(const char *p, size_t n) {
+        record_.text(p, n);
+        if (!snippet_.done())
+            snippet_.text(p, n);
+    }
+    void put(uint32_t cp) {
+        record_.put(cp);
+        if (!snippet_.done())
+            snippet_.put(cp);
+    }
+    void brk() {
+        record_.brk();
+        snippet_.brk();
+    }
+    void cell() {
+        record_.cell();
+        snippet_.cell();
+    }
+    void pre(bool on) {
+        record_.pre(on);
+        snippet_.pre(on);
+    }
+    static constexpr bool kNavOnSpans = Builder::kNavOnSpans;
+
+  private:
+    Builder &record_, &snippet_;
+};
+
+}  // namespace
+
 std::string Snippeter::make(const char *html, size_t len) {
-    Builder b(*impl_, kLength);
-    Scanner<Builder> s(html, len, b);
+    // Through the recorded text, as a cached hit is made: the tests of
+    // make() (zs_snippet_test) hold the replay to the scanner's output.
+    return from_text(*record(html, len));
+}
+
+std::shared_ptr<const std::string> Snippeter::record(const char *html, size_t len) {
+    Builder r(*impl_, kLength, true);
+    Scanner<Builder> s(html, len, r);
     s.run();
+    return std::make_shared<const std::string>(r.take_text());
+}
+
+std::string Snippeter::from_text(const std::string &text) {
+    Builder b(*impl_, kLength);
+    b.replay(text);
     return b.finish();
 }
 
 std::string Snippeter::of_entry(const zim::Entry &entry, const zs_impl::OpenFile *file) {
     zim::Blob blob;
+    TextKey key{};
+    bool keyed = false;
     try {
         const zim::Item item = entry.getItem(true);
+        if (file && zs_impl::item_text_key(*file, item, &key.file, &key.cluster, &key.blob)) {
+            keyed = true;
+            if (std::shared_ptr<const std::string> t = text_cache_get(key))
+                return from_text(*t);
+        }
         if (!file || !zs_impl::compressed_item_data(*file, item, &blob))
             blob = item.getData();
     } catch (const std::bad_alloc &) {
@@ -564,7 +651,19 @@ std::string Snippeter::of_entry(const zim::Entry &entry, const zs_impl::OpenFile
     } catch (const std::exception &) {
         return "";
     }
-    return make(blob.data(), blob.size());
+    if (!keyed) {
+        Builder b(*impl_, kLength);
+        Scanner<Builder> s(blob.data(), blob.size(), b);
+        s.run();
+        return b.finish();
+    }
+    // One pass: the text for the cache, and the snippet built as it comes.
+    Builder r(*impl_, kLength, true), b(*impl_, kLength);
+    Tee tee(r, b);
+    Scanner<Tee> s(blob.data(), blob.size(), tee);
+    s.run();
+    text_cache_put(key, std::make_shared<const std::string>(r.take_text()));
+    return b.finish();
 }
 
 namespace {

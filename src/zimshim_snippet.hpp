@@ -4,6 +4,7 @@
 #define ZIMSHIM_SNIPPET_HPP
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +49,10 @@ class Snippeter {
     // libzim's getSnippet() does.
     // file: the archive's (for its cluster cache), or null.
     std::string of_entry(const zim::Entry &entry, const zs_impl::OpenFile *file);
+    // The visible text of an article as the engine scans it (kept by the
+    // text cache), and the snippet of such a text.
+    std::shared_ptr<const std::string> record(const char *html, size_t len);
+    std::string from_text(const std::string &text);
     // The query's terms, as the query parser made them (for tests).
     const std::vector<std::string> &terms() const;
 
@@ -64,6 +69,27 @@ std::string html_text(const char *html, size_t len, bool main_only, size_t max_c
 // (file: the archive's, or null).  Throws what reading the item throws.
 std::string item_text(const zim::Item &item, const zs_impl::OpenFile *file, bool main_only,
                       size_t max_chars);
+
+// ---- the cache of hits' text (zimshim_snippet_cache.cpp) ----
+
+// A blob of a file: the file's cluster cache (its serial) and where in it.
+struct TextKey {
+    uint64_t file;
+    uint32_t cluster, blob;
+    bool operator==(const TextKey &o) const {
+        return file == o.file && cluster == o.cluster && blob == o.blob;
+    }
+};
+// The default budget of the cache of snippet text, in bytes.
+constexpr uint64_t kTextCacheDefault = uint64_t(16) << 20;
+// The visible text the snippet engine recorded for a blob, or null; a hit
+// becomes the most recently used.  Thread-safe.
+std::shared_ptr<const std::string> text_cache_get(const TextKey &key);
+// Keeps a blob's text (nothing if it alone is over the budget), evicting
+// the least recently used over the budget.  Thread-safe.
+void text_cache_put(const TextKey &key, const std::shared_ptr<const std::string> &text);
+// Drops every text of a file's cluster cache (that cache is being freed).
+void text_cache_forget(uint64_t file);
 
 // ZS_TEXT_HTML, ZS_TEXT_PLAIN or 0 for a MIME type (zs_text_kind).
 int text_kind(const char *mimetype, size_t len);

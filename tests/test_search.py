@@ -15,7 +15,8 @@ import libzim
 from libzim.reader import Archive, Entry
 from libzim.search import Query, Search, Searcher, SearchResult, SearchResultSet
 from libzim.suggestion import SuggestionSearcher
-from conftest import per_libzim
+from conftest import per_libzim, run_threads
+from libzim import _libzim
 from search_fixtures import *  # noqa: F401,F403
 from search_fixtures import (
     GEO_A,
@@ -749,3 +750,41 @@ def test_writer_fixture_matches_zimwriterfs_build(zim_a, zim_a_zimwriterfs_path)
             assert got[0] == got[1], prefix
     finally:
         other.close()
+
+
+# ---- the snippet engine's text cache ------------------------------------------------------
+
+
+def _snippet_rows(searcher, queries):
+    return [(q, r.path, r.snippet) for q in queries
+            for r in searcher.search(q).get_results(0, ALL)]
+
+
+def test_cached_text_gives_the_same_snippets(zim_a, searcher_a):
+    # A hit's first snippet scans its HTML (and records the text); a later
+    # one replays the recorded text: both must equal the engine run on the
+    # article's HTML directly (the _snippet hook, no archive, no cache).
+    first = _snippet_rows(searcher_a, SNIPPET_QUERIES)
+    again = _snippet_rows(searcher_a, SNIPPET_QUERIES)
+    assert first == again
+    assert any(s for _q, _p, s in first)
+    for q, path, s in first:
+        html = bytes(zim_a.get_entry_by_path(path).get_item().content)
+        assert _libzim._snippet(html, q, "eng") == s, (q, path)
+
+
+def test_cached_text_across_threads_matches_one_thread(searcher_a):
+    want = _snippet_rows(searcher_a, SNIPPET_QUERIES)
+    got: list[list] = [[] for _ in range(4)]
+
+    def work(i):
+        def run():
+            for _ in range(3):
+                got[i].append(_snippet_rows(searcher_a, SNIPPET_QUERIES[i::2] + SNIPPET_QUERIES))
+        return run
+
+    run_threads([work(i) for i in range(4)])
+    for i in range(4):
+        expect = _snippet_rows(searcher_a, SNIPPET_QUERIES[i::2] + SNIPPET_QUERIES)
+        assert got[i] == [expect] * 3
+    assert want == _snippet_rows(searcher_a, SNIPPET_QUERIES)
