@@ -3,7 +3,16 @@ from typing import Iterable, Iterator, overload
 from libzim.reader import Archive, Entry
 from typing_extensions import disjoint_base, final
 
-__all__ = ["Query", "Search", "Searcher", "SearchResult", "SearchResultSet"]
+__all__ = [
+    "Query",
+    "Search",
+    "Searcher",
+    "SearchResult",
+    "SearchResultSet",
+    "get_snippet_cache_current_size",
+    "get_snippet_cache_max_size",
+    "set_snippet_cache_max_size",
+]
 
 @disjoint_base
 class Query:
@@ -88,3 +97,7 @@ class Searcher:
     def archives(self) -> tuple[Archive, ...]: ...
     @property
     def _pool_size(self) -> int: ...
+
+def get_snippet_cache_max_size() -> int: ...
+def set_snippet_cache_max_size(size_in_bytes: int) -> None: ...
+def get_snippet_cache_current_size() -> int: ...

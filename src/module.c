@@ -71,26 +71,77 @@ static PyObject *get_cluster_cache_current_size(PyObject *m, PyObject *noargs) {
     return cluster_cache_size(m, 1);
 }
 
+/* A cache budget in bytes, as python-libzim converts it to uint64_t:
+ * TypeError for a non-integer (it truncates 1.5 to 1), OverflowError below 0
+ * or past 2**64 - 1. Shared by both caches' setters, so they agree. */
+static int parse_budget(PyObject *arg, uint64_t *bytes) {
+    if (!PyLong_Check(arg) && !PyIndex_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "an integer is required, not %.100s", Py_TYPE(arg)->tp_name);
+        return -1;
+    }
+    PyObject *n = PyNumber_Index(arg);
+    if (!n)
+        return -1;
+    unsigned long long v = PyLong_AsUnsignedLongLong(n);
+    Py_DECREF(n);
+    if (v == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    *bytes = (uint64_t)v;
+    return 0;
+}
+
 static PyObject *set_cluster_cache_max_size(PyObject *m, PyObject *args, PyObject *kwargs) {
     static char *kwlist[] = {"size_in_bytes", NULL};
     zc_state *st = PyModule_GetState(m);
     PyObject *arg;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:set_cluster_cache_max_size", kwlist, &arg))
-        return NULL;
-    /* python-libzim converts to uint64_t: OverflowError below 0 or past it. */
-    if (!PyLong_Check(arg) && !PyIndex_Check(arg)) {
-        PyErr_Format(PyExc_TypeError, "an integer is required, not %.100s", Py_TYPE(arg)->tp_name);
-        return NULL;
-    }
-    PyObject *n = PyNumber_Index(arg);
-    if (!n)
-        return NULL;
-    unsigned long long bytes = PyLong_AsUnsignedLongLong(n);
-    Py_DECREF(n);
-    if (bytes == (unsigned long long)-1 && PyErr_Occurred())
+    uint64_t bytes;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:set_cluster_cache_max_size", kwlist, &arg) ||
+        parse_budget(arg, &bytes) < 0)
         return NULL;
     zs_error err;
-    if (zs_cluster_cache_set_max((uint64_t)bytes, &err) < 0)
+    if (zs_cluster_cache_set_max(bytes, &err) < 0)
+        return zc_raise(st, &err, NULL);
+    Py_RETURN_NONE;
+}
+
+/* The snippet engine's cache of hits' text (libzim.search's calls): a mutex
+ * held for a lookup or a splice, so the GIL is kept, as for the clusters. */
+enum { SNIP_MAX, SNIP_CURRENT, SNIP_COUNT };
+
+static PyObject *snippet_cache_size(PyObject *m, int which) {
+    zc_state *st = PyModule_GetState(m);
+    uint64_t v[3];
+    zs_error err;
+    if (zs_snippet_cache_sizes(&v[SNIP_MAX], &v[SNIP_CURRENT], &v[SNIP_COUNT], &err) < 0)
+        return zc_raise(st, &err, NULL);
+    return PyLong_FromUnsignedLongLong(v[which]);
+}
+
+static PyObject *get_snippet_cache_max_size(PyObject *m, PyObject *noargs) {
+    (void)noargs;
+    return snippet_cache_size(m, SNIP_MAX);
+}
+
+static PyObject *get_snippet_cache_current_size(PyObject *m, PyObject *noargs) {
+    (void)noargs;
+    return snippet_cache_size(m, SNIP_CURRENT);
+}
+
+static PyObject *snippet_cache_count(PyObject *m, PyObject *noargs) {
+    (void)noargs;
+    return snippet_cache_size(m, SNIP_COUNT);
+}
+
+static PyObject *set_snippet_cache_max_size(PyObject *m, PyObject *args, PyObject *kwargs) {
+    static char *kwlist[] = {"size_in_bytes", NULL};
+    zc_state *st = PyModule_GetState(m);
+    PyObject *arg;
+    uint64_t bytes;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:set_snippet_cache_max_size", kwlist, &arg) ||
+        parse_budget(arg, &bytes) < 0)
+        return NULL;
+    zs_error err;
+    if (zs_snippet_cache_set_max(bytes, &err) < 0)
         return zc_raise(st, &err, NULL);
     Py_RETURN_NONE;
 }
@@ -202,6 +253,32 @@ static PyMethodDef module_methods[] = {
      "many articles and run faster with a larger budget. TypeError for a\n"
      "non-integer (python-libzim truncates 1.5 to 1), OverflowError below 0.\n"
      "Thread-safe; keeps the GIL."},
+    {"get_snippet_cache_max_size", get_snippet_cache_max_size, METH_NOARGS,
+     "get_snippet_cache_max_size($module, /)\n--\n\n"
+     "Return the budget, in bytes, of the process's cache of search hits'\n"
+     "visible text, from which snippets of hits seen before are made.\n\n"
+     "One budget for every archive of the process, 16 MiB at import, apart\n"
+     "from the cluster cache's (get_cluster_cache_max_size). Cheap; keeps the\n"
+     "GIL."},
+    {"get_snippet_cache_current_size", get_snippet_cache_current_size, METH_NOARGS,
+     "get_snippet_cache_current_size($module, /)\n--\n\n"
+     "Return the bytes the cache of hits' text holds now, over every file.\n\n"
+     "Counts each text's characters and what keeping it costs (about 160\n"
+     "bytes of bookkeeping per text); never more than the budget. Cheap;\n"
+     "keeps the GIL."},
+    {"set_snippet_cache_max_size", (PyCFunction)(void (*)(void))set_snippet_cache_max_size,
+     METH_VARARGS | METH_KEYWORDS,
+     "set_snippet_cache_max_size($module, /, size_in_bytes)\n--\n\n"
+     "Set the budget of the process's cache of hits' text, in bytes.\n\n"
+     "Lowering it evicts at once, least recently used first; 0 turns the\n"
+     "cache off (a text larger than the budget is never kept). Snippets are\n"
+     "the same with or without it: a hit's text is cached as the snippet\n"
+     "engine reads it, so a hit seen again makes its snippet without decoding\n"
+     "its cluster. Content reads and the cluster cache are not affected.\n"
+     "TypeError for a non-integer, OverflowError below 0 (as\n"
+     "set_cluster_cache_max_size). Thread-safe; keeps the GIL."},
+    {"_snippet_cache_count", snippet_cache_count, METH_NOARGS,
+     "Testing only: how many hits' texts the snippet text cache holds."},
     {"_fault_inject", fault_inject, METH_O,
      "Testing only: make the N-th following native call fail. Returns the previous N."},
     {"_test_delay", test_delay, METH_O,
