@@ -168,6 +168,11 @@ def test_title_only_mode(tmp_path: Path) -> None:
     word = gen.titles[1].split()[0]
     found = list(SuggestionSearcher(a).suggest(word).getResults(0, 50))
     assert found, word
+    # Stubs stay a sentence and a link: zstd level 19 over kilobyte stubs was most of a
+    # 5,000,000-entry build's CPU (bench/results/scale.md).
+    sizes = sorted(len(gen.page(i).encode()) for i in range(300))
+    assert sizes[150] < 500 and sizes[-1] < 2_000, (sizes[150], sizes[-1])
+    assert all(gen.page(i).count("<a href=") >= 1 for i in range(300))
 
 
 def test_cache_path_outside_the_repository() -> None:
