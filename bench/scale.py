@@ -7,7 +7,7 @@
     nice python3 bench/scale.py --quick --sizes 10000    # 1 trial, fewer passes
 
 Archives: the synthetic ones of tools/synthetic.py found in ~/.cache/libzim-c/scale
-(``--sizes``; the title-only one with ``--titles N``), and rustjava (tools/corpus.py
+(``--sizes``; the title-only ones with ``--titles N,M``), and rustjava (tools/corpus.py
 ``--combined rustjava``) when built, for the method check: it should tell the
 same story as a synthetic archive of its size.  Nothing is built here.
 
@@ -300,12 +300,12 @@ def archives_to_use(args) -> dict[str, Path]:
             out[f"synthetic-{n}"] = p
         else:
             log(f"skipped: {p} not built (python3 tools/synthetic.py {n})")
-    if args.titles:
-        p = synthetic.synthetic_zim_path(args.titles, title_only=True)
+    for n in args.titles:
+        p = synthetic.synthetic_zim_path(n, title_only=True)
         if p.is_file():
-            out[f"synthetic-titles-{args.titles}"] = p
+            out[f"synthetic-titles-{n}"] = p
         else:
-            log(f"skipped: {p} not built (python3 tools/synthetic.py --title-only {args.titles})")
+            log(f"skipped: {p} not built (python3 tools/synthetic.py --title-only {n})")
     if args.rustjava:
         try:
             p = corpus.combined_doc_zim_path("rustjava")
@@ -344,8 +344,10 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=3)
     ap.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",") if x],
                     default=[10_000, 100_000], help="synthetic article counts (comma-separated)")
-    ap.add_argument("--titles", type=int, default=3_000_000,
-                    help="articles of the title-only archive (0: none); 3,000,000 = 5,000,000 entries")
+    ap.add_argument("--titles", type=lambda s: [int(x) for x in s.split(",") if x and int(x)],
+                    default=[300_000, 3_000_000],
+                    help="articles of the title-only archives (comma-separated; 0 or '': none); "
+                         "3,000,000 = 5,000,000 entries")
     ap.add_argument("--no-rustjava", dest="rustjava", action="store_false")
     ap.add_argument("--match", type=lambda s: [int(x) for x in s.split(",") if x], default=[],
                     help="more synthetic sizes (e.g. rustjava's article count), not fitted")
