@@ -167,7 +167,7 @@ def visible(page: str) -> tuple[set[str], list[str], list[str]]:
     soup = BeautifulSoup(page, "html.parser")
     for tag in soup(["script", "style", "template", "noscript", "head"]):
         tag.decompose()
-    main = soup.select_one("[role=main]") or soup.body or soup
+    main = soup.select_one("main, [role=main]") or soup.body or soup  # mdbook's <main> has no role
     words = set(re.findall(r"\w+", main.get_text(" ").lower()))
     code = [" ".join(c.get_text(" ").split()) for c in main.find_all("code")]
     link = [" ".join(a.get_text(" ").split()) for a in main.find_all("a")]
