@@ -1,6 +1,12 @@
 """``zim mcp`` against openzim-mcp 3.4.0, both driven by the MCP SDK's client over stdio.
 
-    python3 bench/mcp.py [--zim PATH ...] [--runs 30] [--out bench/results/mcp]
+    python3 bench/mcp.py [--zim PATH ...] [--runs 30] [--runs-for NAME=N ...] [--note TEXT]
+                         [--out bench/results/mcp]
+
+``--runs-for rustjava=10`` times fewer calls on the archives whose file name starts
+with ``rustjava`` (where openzim-mcp's search takes many seconds a call); ``--note``
+says the machine's conditions in the report, beside the load averages measured at
+the start and end of each archive's run.
 
 openzim-mcp needs PyPI's ``libzim`` (python-libzim, whose import name is ours)
 and Python >= 3.12: it runs from its own venv (``--peer-venv``, default
@@ -161,7 +167,7 @@ def visible(page: str) -> tuple[set[str], list[str], list[str]]:
     soup = BeautifulSoup(page, "html.parser")
     for tag in soup(["script", "style", "template", "noscript", "head"]):
         tag.decompose()
-    main = soup.select_one("[role=main]") or soup.body or soup
+    main = soup.select_one("main, [role=main]") or soup.body or soup  # mdbook's <main> has no role
     words = set(re.findall(r"\w+", main.get_text(" ").lower()))
     code = [" ".join(c.get_text(" ").split()) for c in main.find_all("code")]
     link = [" ".join(a.get_text(" ").split()) for a in main.find_all("a")]
@@ -235,7 +241,9 @@ async def in_flight(side: Side, queries: list[str], k: int) -> float:
 async def run_archive(zim: Path, sides: list[Side], runs: int) -> dict[str, Any]:
     queries, paths, prefixes = inputs(zim, runs)
     need = runs + 1
-    res: dict[str, Any] = {"archive": zim.name, "runs": runs, "latency": {}, "tool_list": {}}
+    started = time.monotonic()
+    res: dict[str, Any] = {"archive": zim.name, "runs": runs, "latency": {}, "tool_list": {},
+                           "load_start": os.getloadavg()[0]}
     for s in sides:
         res["tool_list"][s.name] = await tool_list(s)
     bodies: dict[str, list[str]] = {s.name: [] for s in sides}
@@ -263,6 +271,7 @@ async def run_archive(zim: Path, sides: list[Side], runs: int) -> dict[str, Any]
             res["concurrency"][s.name] = {"ms_per_call_1": one * 1e3, "ms_per_call_8": eight * 1e3}
     res["quality"] = quality(zim, paths[:need], bodies)
     res["snippets"] = {n: {"with_query_word": sum(v), "snippets": len(v)} for n, v in snippet_ok.items()}
+    res["load_end"], res["elapsed_s"] = os.getloadavg()[0], round(time.monotonic() - started)
     return res
 
 
@@ -271,7 +280,11 @@ def render(all_res: list[dict[str, Any]]) -> str:
              "Made by `bench/mcp.py` (both servers over stdio, the MCP SDK 2.3.0 client; calls interleaved; "
              "each timed call with new inputs). Times are round trips as the client sees them.", ""]
     for r in all_res:
-        lines += [f"## {r['archive']} ({r['runs']} calls after the first)", "",
+        lines += [f"## {r['archive']} ({r['runs']} calls after the first)", ""]
+        if "load_start" in r:
+            lines += [f"Conditions: {r.get('note') or 'not recorded'}; 1-minute load average {r['load_start']:.1f} "
+                      f"at the start, {r['load_end']:.1f} at the end; {r['elapsed_s'] / 60:.1f} minutes.", ""]
+        lines += [
                   "| tool | ours first | ours p50 | openzim-mcp first | openzim-mcp p50 | p50 ratio |",
                   "|---|---:|---:|---:|---:|---:|"]
         for tool, d in r["latency"].items():
@@ -322,6 +335,8 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
         folder = CACHE / "ozm-zims"
         folder.mkdir(parents=True, exist_ok=True)
         link = folder / (zim.name.split("__")[0] + ".zim" if "__" in zim.name else zim.name)
+        if link.exists() and not os.path.samefile(link, zim):
+            link.unlink()  # a link to an earlier build of the archive: measure this one
         if not link.exists():
             os.link(zim, link)
         env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OPENZIM_MCP_RATE_LIMIT__ENABLED="false")
@@ -333,14 +348,27 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
             args=["-m", "openzim_mcp", "--mode", "advanced", str(folder)], env=env, cwd="/tmp"), str(link))
         async with Client(ours.params) as c1, Client(theirs.params) as c2:
             ours.client, theirs.client = c1, c2
-            out.append(await run_archive(link, [ours, theirs], args.runs))
+            runs = next((n for name, n in args.runs_for if zim.name.startswith(name)), args.runs)
+            res = await run_archive(link, [ours, theirs], runs)
+            res["note"] = args.note
+            out.append(res)
     return out
+
+
+def runs_for(arg: str) -> tuple[str, int]:
+    name, sep, n = arg.rpartition("=")
+    if not sep or not name or not n.isdigit() or int(n) < 1:
+        raise argparse.ArgumentTypeError(f"expected NAME=N with N >= 1, got {arg!r}")
+    return name, int(n)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--zim", type=Path, action="append", help=f"archive (repeatable; default {DEFAULT_ZIM.name})")
     ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--runs-for", type=runs_for, action="append", default=[], metavar="NAME=N",
+                    help="N calls after the first on archives whose file name starts with NAME (repeatable)")
+    ap.add_argument("--note", default="", help="the machine's conditions, for the report (e.g. who else ran)")
     ap.add_argument("--peer-venv", type=Path, default=CACHE / "openzim-mcp-3.4.0")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "mcp")
     ap.add_argument("--render", type=Path, metavar="JSON", help="only write the report of an earlier run's JSON")

@@ -154,9 +154,11 @@ const char *const kNavEls[] = {"nav", "header", "footer", "aside", "menu", nullp
 const char *const kNavRoles[] = {"navigation", "banner", "contentinfo", "search", "menu",
                                  "menubar", "toolbar", "complementary", nullptr};
 // Class and id names of navigation blocks in the generators ZIM files come
-// from (Sphinx, DocBook, Read the Docs, MediaWiki).
+// from (Sphinx, DocBook, Read the Docs, MediaWiki).  Not the class "header":
+// javadoc puts each page's <h1> in <div class="header"> inside <main> (its
+// navigation bar is a <header role="banner">, dropped as an element).
 const char *const kNavClasses[] = {
-    "sphinxsidebar", "related", "footer", "header", "navheader", "navfooter", "headerlink",
+    "sphinxsidebar", "related", "footer", "navheader", "navfooter", "headerlink",
     "navbar", "navbox", "navigation", "nav", "sidebar", "breadcrumb", "breadcrumbs",
     "wy-nav-side", "wy-nav-top", "rst-footer-buttons", "mw-editsection", "mw-jump-link",
     "noprint", "printfooter", "catlinks", "skip-link", "navbox-inner", "vertical-navbox",

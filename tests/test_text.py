@@ -87,6 +87,17 @@ NAV = [
 ]
 
 
+def test_javadoc_title_block_kept() -> None:
+    # javadoc 17: the page's title sits in <div class="header"> inside <main>, its
+    # navigation in <header role="banner">; main_only dropped the title (rustjava's
+    # class-use pages lost "Uses of Interface", bench/results/mcp.md).
+    html = ('<header role="banner" class="flex-header"><nav>Overview Module Package</nav></header>'
+            '<main role="main"><div class="header"><h1 title="Uses of Interface a.B" class="title">'
+            'Uses of Interface<br>a.B</h1></div>No usage of a.B</main>')
+    assert text(html) == "Uses of Interface\na.B\nNo usage of a.B"
+    assert "Overview" not in text(html)
+
+
 @pytest.mark.parametrize("html,dropped", [c[1:] for c in NAV], ids=[c[0] for c in NAV])
 def test_navigation_rules(html: str, dropped: str) -> None:
     main = text(html)
