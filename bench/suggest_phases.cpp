@@ -33,8 +33,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s ARCHIVE REPS PREFIX...\n", argv[0]);
         return 2;
     }
-    zim::Archive a(argv[1]);
     const int reps = atoi(argv[2]);
+    if (reps < 1) {
+        fprintf(stderr, "REPS must be at least 1\n");
+        return 2;
+    }
+    zim::Archive a(argv[1]);
     // The title index: "X/title/xapian", among the last entries in the new scheme.
     const uint32_t n = a.getAllEntryCount();
     zim::Entry e = a.getEntryByPath(n - 1);
@@ -47,7 +51,10 @@ int main(int argc, char **argv) {
     }
     auto where = e.getItem().getDirectAccessInformation();
     int fd = open(where.first.c_str(), O_RDONLY);
-    lseek(fd, (off_t)where.second, SEEK_SET);
+    if (fd < 0 || where.second == 0 || lseek(fd, (off_t)where.second, SEEK_SET) < 0) {
+        fprintf(stderr, "%s: no readable title index\n", argv[1]);
+        return 1;
+    }
     Xapian::Database db(fd);
     printf("title index: %u documents, valuesmap %s\n", db.get_doccount(),
            db.get_metadata("valuesmap").c_str());
