@@ -181,8 +181,8 @@ def _search(searcher: Searcher, text: str, georange: Optional[tuple[float, float
     return searcher.search(_query(text, georange))
 
 
-def _suggestion_search(searcher: SuggestionSearcher, text: str) -> SuggestionSearch:
-    return searcher.suggest(text)
+def _suggestion_search(searcher: SuggestionSearcher, text: str, mode: str = "index") -> SuggestionSearch:
+    return searcher.suggest(text, mode=mode)
 
 
 # ---- reducers -------------------------------------------------------------
@@ -225,8 +225,9 @@ def _reduce_search(self: Search) -> tuple[Any, ...]:
 
 
 def _reduce_suggestion_search(self: SuggestionSearch) -> tuple[Any, ...]:
-    searcher, text, _ = self._state
-    return (_suggestion_search, (searcher, text))
+    searcher, text, mode = self._state
+    # python-libzim's own results (None) pickle as before.
+    return (_suggestion_search, (searcher, text) if mode is None else (searcher, text, mode))
 
 
 def _reduce_result(self: Any) -> tuple[Any, ...]:

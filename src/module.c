@@ -229,6 +229,12 @@ static PyObject *test_guard_pause(PyObject *m, PyObject *arg) {
     return set_hook(arg, set_guard_pause);
 }
 
+static PyObject *title_probes(PyObject *m, PyObject *noargs) {
+    (void)m;
+    (void)noargs;
+    return PyLong_FromUnsignedLongLong(zs_title_probes());
+}
+
 static PyMethodDef module_methods[] = {
     {"_versions", versions, METH_NOARGS, "[(library, version), ...] as libzim reports them."},
     {"get_cluster_cache_max_size", get_cluster_cache_max_size, METH_NOARGS,
@@ -279,6 +285,9 @@ static PyMethodDef module_methods[] = {
      "set_cluster_cache_max_size). Thread-safe; keeps the GIL."},
     {"_snippet_cache_count", snippet_cache_count, METH_NOARGS,
      "Testing only: how many hits' texts the snippet text cache holds."},
+    {"_title_probes", title_probes, METH_NOARGS,
+     "Testing only: titles read so far by type-ahead binary searches\n"
+     "(SuggestionSearcher.suggest(mode='titles')), over the process."},
     {"_fault_inject", fault_inject, METH_O,
      "Testing only: make the N-th following native call fail. Returns the previous N."},
     {"_test_delay", test_delay, METH_O,

@@ -255,13 +255,16 @@ PyObject *zc_search_repr(PyObject *self) {
     return r;
 }
 
-/* Pickling: (searcher, query text, (latitude, longitude, distance) or None). */
+/* Pickling: (searcher, query text, (latitude, longitude, distance) or None);
+ * a suggestion's mode name instead of None when it is not "index". */
 static PyObject *search_state(PyObject *self, void *c) {
     (void)c;
     SearchObject *s = (SearchObject *)self;
     PyObject *text = zc_str((zs_str){s->q.text, s->q.len});
     if (!text)
         return NULL;
+    if (s->q.suggest_mode)
+        return Py_BuildValue("(ONs)", (PyObject *)s->searcher, text, zc_suggest_modes[s->q.suggest_mode]);
     if (!s->q.geo)
         return Py_BuildValue("(ONO)", (PyObject *)s->searcher, text, Py_None);
     return Py_BuildValue("(ON(ddd))", (PyObject *)s->searcher, text, (double)s->q.latitude,

@@ -15,6 +15,7 @@ typedef struct {
 } SearchObject;
 
 extern PyGetSetDef zc_search_getset[];  /* _state, for pickling */
+extern const char *const zc_suggest_modes[];  /* zs_suggest_mode's names (suggestion.c) */
 
 SearchObject *zc_search_new(PyTypeObject *tp, SearcherObject *searcher, PyObject *text,
                             const zs_query *geo);

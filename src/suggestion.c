@@ -18,15 +18,38 @@ static int sugg_searcher_init(PyObject *self, PyObject *args, PyObject *kwds) {
     return zc_searcher_init(self, ZS_SUGGEST, archive) ? 0 : -1;
 }
 
-static PyObject *sugg_suggest(PyObject *self, PyObject *text) {
+/* The names of zs_suggest_mode, by value. */
+const char *const zc_suggest_modes[] = {"index", "titles", "auto", NULL};
+
+static int suggest_mode(PyObject *arg, int *mode) {
+    if (!arg)
+        return 0;
+    if (PyUnicode_Check(arg))
+        for (int i = 0; zc_suggest_modes[i]; i++)
+            if (PyUnicode_CompareWithASCIIString(arg, zc_suggest_modes[i]) == 0) {
+                *mode = i;
+                return 0;
+            }
+    PyErr_Format(PyExc_ValueError, "mode must be 'index', 'titles' or 'auto', not %.100R", arg);
+    return -1;
+}
+
+static PyObject *sugg_suggest(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames) {
+    static const char *const names[] = {"query", "mode"};
+    PyObject *a[2];
+    int mode = ZS_SUGGEST_INDEX;
+    if (zc_args("suggest", args, nargs, kwnames, names, 2, 1, 1, a) < 0 || suggest_mode(a[1], &mode) < 0)
+        return NULL;
     SearcherObject *s = (SearcherObject *)self;
     zc_state *st = zc_state_of(self);
     if (!s->h)
         return zc_raise_closed(st, "suggestion searcher", NULL);
-    return (PyObject *)zc_search_new(st->SuggestionSearch, s, text, NULL);
+    SearchObject *r = zc_search_new(st->SuggestionSearch, s, a[0], NULL);
+    if (r)
+        r->q.suggest_mode = mode;
+    return (PyObject *)r;
 }
-
-ZC_KEYWORD_ARG(sugg_suggest, "suggest", "query")
 
 static PyObject *sugg_get_results(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                   PyObject *kwnames) {
@@ -41,12 +64,21 @@ static PyObject *sugg_get_results(PyObject *self, PyObject *const *args, Py_ssiz
 
 static PyMethodDef sugg_searcher_methods[] = {
     ZC_REDUCE_METHOD,
-    {"suggest", ZC_KW_METHOD(sugg_suggest),
-     "suggest($self, /, query)\n--\n\n"
+    {"suggest", (PyCFunction)(void (*)(void))sugg_suggest, METH_FASTCALL | METH_KEYWORDS,
+     "suggest($self, /, query, *, mode='index')\n--\n\n"
      "Return a SuggestionSearch for the str query (the start of a title, or\n"
      "words of it).\n\n"
+     "mode 'index' (python-libzim's results): libzim's title index, which\n"
+     "matches titles holding words that start as the query's do, ranked; its\n"
+     "cost grows with the titles matched (~85 ms for one letter at 5 million\n"
+     "entries). 'titles': type-ahead, the titles that start with the query as\n"
+     "typed, capitalised, title-cased, lower or upper case (those spellings in\n"
+     "turn, each in title order), by binary search of the title listing: well\n"
+     "under a millisecond at any size. 'auto': 'titles' when at least 100\n"
+     "titles start with the query (the prefixes that make the index slow),\n"
+     "else 'index'.\n\n"
      "Cheap: nothing runs until get_estimated_matches() or get_results().\n"
-     "ValueError for a query over 64 KiB of UTF-8."},
+     "ValueError for a query over 64 KiB of UTF-8 or an unknown mode."},
     {NULL, NULL, 0, NULL},
 };
 

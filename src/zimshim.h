@@ -235,7 +235,22 @@ typedef struct {
     /* Identifies the Python Search object, so a pooled searcher that served
      * it last can reuse its parsed query. 0 disables reuse. */
     uint64_t search_id;
+    /* Suggestions only (zs_suggest_mode): where they come from. */
+    int suggest_mode;
 } zs_query;
+
+/* ZS_SUGGEST_INDEX: libzim's SuggestionSearcher (the Xapian title index;
+ * title prefixes when the archive has none), python-libzim's results.
+ * ZS_SUGGEST_TITLES: the titles that start with the query, in one of its
+ * case variants, from the title listing (zimshim_titles.cpp): O(log entries),
+ * whatever the query matches.  ZS_SUGGEST_AUTO: the titles when at least
+ * ZS_SUGGEST_AUTO_TITLES start with the query (a prefix that common is what
+ * makes the index slow), else the index. */
+typedef enum { ZS_SUGGEST_INDEX = 0, ZS_SUGGEST_TITLES = 1, ZS_SUGGEST_AUTO = 2 } zs_suggest_mode;
+#define ZS_SUGGEST_AUTO_TITLES 100
+/* Titles read by type-ahead binary searches in this process (a test hook:
+ * the work is O(log entries) per search). */
+uint64_t zs_title_probes(void);
 
 typedef struct {
     zs_str path, title, snippet;

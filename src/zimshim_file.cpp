@@ -65,9 +65,34 @@ bool read_header(const OpenFile &f, Header *h) {
     return true;
 }
 
+namespace {
+
+// Appends the NUL-terminated string at *pos to out and moves *pos past its
+// NUL; false at the archive's end or past 64 KiB (a corrupt dirent).
+bool read_cstring(const OpenFile &f, uint64_t *pos, std::string *out) {
+    char chunk[256];
+    for (;;) {
+        size_t n = (size_t)std::min<uint64_t>(sizeof chunk, f.size - std::min(f.size, *pos));
+        if (n == 0)
+            return false;
+        f.read(*pos, chunk, n);
+        const char *nul = static_cast<const char *>(std::memchr(chunk, 0, n));
+        out->append(chunk, nul ? (size_t)(nul - chunk) : n);
+        if (nul) {
+            *pos += (uint64_t)(nul - chunk) + 1;
+            return true;
+        }
+        if (out->size() > 65536)
+            return false;
+        *pos += n;
+    }
+}
+
+}  // namespace
+
 // The dirent of entry i: namespace + path, and cluster/blob unless it is a
-// redirect.
-bool read_dirent(const OpenFile &f, const Header &h, uint32_t i, Dirent *d) {
+// redirect; with title, its title too (the path when it has none).
+bool read_dirent(const OpenFile &f, const Header &h, uint32_t i, Dirent *d, std::string *title) {
     unsigned char b[16];
     f.read(h.path_ptr_pos + 8 * (uint64_t)i, b, 8);
     const uint64_t pos = load_le(b, 8);
@@ -84,20 +109,16 @@ bool read_dirent(const OpenFile &f, const Header &h, uint32_t i, Dirent *d) {
         path_pos = pos + 16;
     }
     d->long_path.assign(1, (char)b[3]);
-    char chunk[256];
-    for (;;) {
-        size_t n = (size_t)std::min<uint64_t>(sizeof chunk, f.size - std::min(f.size, path_pos));
-        if (n == 0)
-            return false;
-        f.read(path_pos, chunk, n);
-        const char *nul = static_cast<const char *>(std::memchr(chunk, 0, n));
-        d->long_path.append(chunk, nul ? (size_t)(nul - chunk) : n);
-        if (nul)
-            return true;
-        if (d->long_path.size() > 65536)
-            return false;
-        path_pos += n;
-    }
+    if (!read_cstring(f, &path_pos, &d->long_path))
+        return false;
+    if (!title)
+        return true;
+    title->clear();
+    if (!read_cstring(f, &path_pos, title))
+        return false;
+    if (title->empty())
+        title->assign(d->long_path, 1, std::string::npos);
+    return true;
 }
 
 // Binary search of the path-ordered dirent table for namespace + path.

@@ -187,8 +187,15 @@ struct Dirent {
     bool redirect = false;
     uint32_t cluster = 0, blob = 0;
 };
-// Dirent i of the path-ordered table, read from the file.
-bool read_dirent(const OpenFile &f, const Header &h, uint32_t i, Dirent *d);
+// Dirent i of the path-ordered table, read from the file; with title, its
+// title (the path when it has none).
+bool read_dirent(const OpenFile &f, const Header &h, uint32_t i, Dirent *d,
+                 std::string *title = nullptr);
+// The dirent and the number of blobs of listing name's cluster, when that
+// cluster is stored uncompressed (as libzim writes listings); defect is set
+// for an offset table that could not be right.
+bool listing_cluster(const OpenFile &f, const Header &h, const std::string &name, Dirent *d,
+                     uint64_t *blobs, std::string *defect);
 bool find_dirent(const OpenFile &f, const Header &h, const std::string &long_path,
                  uint32_t *index, Dirent *d);
 
@@ -208,6 +215,30 @@ bool item_text_key(const OpenFile &f, const zim::Item &item, uint64_t *file, uin
 // Its size, from the cluster's offset table (libzim would read the cluster
 // into a cache of its own for that, and 8.1.1 trusts an uncompressed one's).
 bool compressed_item_size(const OpenFile &f, const zim::Item &item, uint64_t *size);
+
+// ---- type-ahead over the title listing (zimshim_titles.cpp) ----
+
+struct TitlePrefixRow {
+    std::string path, title, snippet;
+};
+// The case variants of prefix that are looked up, in the order their titles
+// are listed (empty for a prefix of white space only).
+std::vector<std::string> title_variants(const std::string &prefix);
+// Where the front-article title listing's entry ids are in the file, when
+// the shim can read it itself (an uncompressed cluster, as libzim writes it).
+struct TitleListing {
+    bool ok = false;
+    uint64_t ids_pos = 0;  // the first id: uint32 little-endian, one per title
+    uint32_t count = 0;
+};
+TitleListing find_title_listing(const OpenFile &f);
+// How many titles start with one of prefix's variants (exact, not estimated):
+// through l when l.ok (f not null), else libzim's findByTitle.
+int64_t title_prefix_count(const zim::Archive &a, const OpenFile *f, const TitleListing &l,
+                           const std::string &prefix);
+// Those titles start .. start+count-1: the variants in turn, each in title order.
+void title_prefix_page(const zim::Archive &a, const OpenFile *f, const TitleListing &l,
+                       const std::string &prefix, int start, int count, std::vector<TitlePrefixRow> *rows);
 
 }  // namespace zs_impl
 

@@ -62,6 +62,9 @@ struct zs_searcher {
     std::vector<std::unique_ptr<Slot>> slots;
     std::vector<Slot *> idle;
     size_t cap;
+    // A suggestion searcher's title listing, found at its first type-ahead.
+    bool listing_found = false;
+    TitleListing listing;
 };
 
 namespace {
@@ -308,6 +311,50 @@ size_t default_cap() {
     return std::max<size_t>(2, hw);
 }
 
+// What a type-ahead reads: the suggestion searcher's archive and file (no
+// pooled searcher is needed, and both are safe to share) and its listing.
+struct TitleSource {
+    ArchiveCopy archive;
+    TitleListing listing;
+    int64_t count(const std::string &prefix) const {
+        return title_prefix_count(archive.a, archive.file.get(), listing, prefix);
+    }
+};
+
+TitleSource title_source(zs_searcher *s) {
+    std::lock_guard<std::mutex> lk(s->mu);
+    TitleSource t{s->archives.at(0), {}};
+    if (!s->listing_found && t.archive.file) {
+        s->listing = find_title_listing(*t.archive.file);
+        s->listing_found = true;
+    }
+    t.listing = s->listing;
+    return t;
+}
+
+// Whether q's suggestions come from the title listing (zs_suggest_mode).
+bool from_titles(zs_searcher *s, const zs_query *q) {
+    if (s->kind != ZS_SUGGEST || q->suggest_mode == ZS_SUGGEST_INDEX)
+        return false;
+    return q->suggest_mode == ZS_SUGGEST_TITLES ||
+           title_source(s).count(std::string(q->text, q->len)) >= ZS_SUGGEST_AUTO_TITLES;
+}
+
+void title_page(zs_searcher *s, const zs_query *q, int start, int count, std::vector<Row> *rows) {
+    const TitleSource t = title_source(s);
+    std::vector<TitlePrefixRow> found;
+    title_prefix_page(t.archive.a, t.archive.file.get(), t.listing, std::string(q->text, q->len), start,
+                      count, &found);
+    for (TitlePrefixRow &f : found) {
+        Row r;
+        r.path = std::move(f.path);
+        r.title = std::move(f.title);
+        r.snippet = std::move(f.snippet);
+        r.archive = 0;
+        rows->push_back(std::move(r));
+    }
+}
+
 }  // namespace
 
 extern "C" zs_searcher *zs_searcher_new(zs_search_kind kind, zs_archive *const *archives,
@@ -358,7 +405,7 @@ extern "C" int zs_searcher_prepare(zs_searcher *s, zs_error *err) {
         // Opening the database now makes the first search as fast as later
         // ones and reports a broken index at construction.
         Lease lease(s);
-        zs_query q{"", 0, 0, 0, 0, 0, 0};
+        zs_query q{"", 0, 0, 0, 0, 0, 0, ZS_SUGGEST_INDEX};
         if (s->kind == ZS_FULLTEXT)
             lease.search(&q);
         else
@@ -380,6 +427,10 @@ extern "C" zs_page *zs_search_page(zs_searcher *s, const zs_query *q, int start,
         if (start < 0 || count < 0)
             throw std::invalid_argument("start and count must not be negative");
         std::unique_ptr<PageImpl> impl(new PageImpl);
+        if (from_titles(s, q)) {
+            title_page(s, q, start, count, &impl->rows);
+            return finish_page(std::move(impl));
+        }
         Lease lease(s);
         if (s->kind == ZS_FULLTEXT) {
             zim::Search &search = lease.search(q);
@@ -435,6 +486,10 @@ extern "C" zs_page *zs_search_page(zs_searcher *s, const zs_query *q, int start,
 extern "C" int zs_search_estimate(zs_searcher *s, const zs_query *q, int64_t *out,
                                   zs_error *err) {
     return guarded(err, -1, [&] {
+        if (from_titles(s, q)) {
+            *out = title_source(s).count(std::string(q->text, q->len));
+            return 0;
+        }
         Lease lease(s);
         if (s->kind == ZS_FULLTEXT)
             *out = lease.search(q).getEstimatedMatches();
