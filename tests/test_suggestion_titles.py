@@ -185,3 +185,32 @@ def test_type_ahead_reads_log_entries_not_the_matches(tmp_path):
     assert 0 < n_big <= 3 * 2 * 13, n_big
     # 16x the entries: at most 3 x 2 x 4 (= log2 16) more probes, not 16x.
     assert n_big - n_small <= 3 * 2 * 4, (n_small, n_big)
+
+
+@pytest.mark.suite_data
+def test_wikibooks_type_ahead_matches_its_title_list():
+    # Belarusian titles: the variants are Cyrillic case pairs ("кав" / "Кав" / "КАВ").
+    from conftest import SUITE
+
+    with Archive(SUITE / "nons" / "wikibooks_be_all_nopic_2017-02.zim") as a:
+        titles = [e.title for e in a.iter_by_title()]
+        s = SuggestionSearcher(a)
+        for typed, variants in [("кав", ["кав", "Кав", "КАВ"]), ("К", ["К", "к"]), ("ка", ["ка", "Ка", "КА"])]:
+            want = [t for v in variants for t in titles if t.startswith(v)]
+            assert want, typed
+            got = s.suggest(typed, mode="titles")
+            assert [r.title for r in got.get_results(0, 10_000)] == want
+            assert got.get_estimated_matches() == len(want)
+
+
+@pytest.mark.suite_data
+@pytest.mark.parametrize("scheme,path", [("nons", "main.html"), ("withns", "A/main.html")])
+def test_small_archives_both_namespace_schemes(scheme, path):
+    # withns has no front-article listing: libzim's findByTitle answers (no probes).
+    from conftest import SUITE
+
+    with Archive(SUITE / scheme / "small.zim") as a:
+        before = _libzim._title_probes()
+        (r,) = SuggestionSearcher(a).suggest("test z", mode="titles").get_results(0, 10)
+        assert (r.path, r.title, r.snippet) == (path, "Test ZIM file", "<b>Test Z</b>IM file")
+        assert (_libzim._title_probes() > before) == (scheme == "nons")

@@ -59,6 +59,7 @@ for call in (a.check, a.validate, lambda: a.metadata_keys, lambda: a.article_cou
              lambda: [x.path for x in a.iter_efficient()],
              lambda: a.main_entry, a.get_illustration_sizes,
              lambda: list(SuggestionSearcher(a).suggest("t").get_results(0, 5)),
+             lambda: list(SuggestionSearcher(a).suggest("t", mode="titles").get_results(0, 5)),
              lambda: list(Searcher(a).search("a").get_results(0, 5))):
     safe(call)
 """
