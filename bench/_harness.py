@@ -294,8 +294,10 @@ class BindingOps:
         self.Archive, self.Query, self.Searcher = Archive, Query, Searcher
         self.SuggestionSearcher = SuggestionSearcher
 
-    def suggest(self, suggester, q: str) -> int:
-        return sum(len(p) for p in suggester.suggest(q).getResults(0, self.HITS))
+    def suggest(self, suggester, q: str, mode: str | None = None) -> int:
+        # mode (ours only): "titles" or "auto"; None is python-libzim's call.
+        s = suggester.suggest(q) if mode is None else suggester.suggest(q, mode=mode)
+        return sum(len(p) for p in s.getResults(0, self.HITS))
 
 
 def smaps_kib(*fields: str) -> dict[str, int]:

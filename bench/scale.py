@@ -19,7 +19,8 @@ searches over a mix of common, rare and phrase queries (paths and titles; ours
 also with snippets: python-libzim has no snippet API) and their estimated
 matches; searches/s at 1, 2 and 8 threads (each thread its own Archive and
 Searcher); suggestions for prefixes of 1 to 6 characters of the archive's own
-titles (first, then p50/p99); random article reads in a fresh Archive (cold
+titles (first, then p50/p99), and ours also as type-ahead (``suggest(q,
+mode="titles")`` and ``mode="auto"``); random article reads in a fresh Archive (cold
 cluster cache) and the same few again (warm); ``Item.text`` (ours); iteration
 by path, by title and ``iter_efficient()`` (entries/s, the first
 ITER_LIMIT entries); ``libzim.dask.read_archives`` planning time (ours, when
@@ -167,6 +168,17 @@ def worker_main(args: argparse.Namespace) -> None:
         lat = ms(timed(lambda q: ops.suggest(suggester, q), ps, passes))
         out[f"suggest_{length}_p50_ms"] = pct(lat, 0.5)
         out[f"suggest_{length}_p99_ms"] = pct(lat, 0.99)
+    if ours:  # type-ahead (suggest(mode=...)): python-libzim has no such path
+        for mode in ("titles", "auto"):
+            t = clock()
+            fresh = ops.SuggestionSearcher(archive)
+            ops.suggest(fresh, prefixes["1"][0], mode)
+            out[f"first_suggest_{mode}_ms"] = (clock() - t) * 1e3
+            for length, ps in prefixes.items():
+                timed(lambda q: ops.suggest(fresh, q, mode), ps, 1)
+                lat = ms(timed(lambda q: ops.suggest(fresh, q, mode), ps, passes))
+                out[f"suggest_{mode}_{length}_p50_ms"] = pct(lat, 0.5)
+                out[f"suggest_{mode}_{length}_p99_ms"] = pct(lat, 0.99)
 
     if ours:
         lat = ms(timed(lambda p: archive.get_entry_by_path(p).get_item().text, plan["reads"][:100], 1))
@@ -421,6 +433,10 @@ METRICS = [
     ("first suggestion (SuggestionSearcher + 1)", "first_suggest_ms", "ms", True),
     *[(f"suggestions, prefix of {k}: {q}", f"suggest_{k}_{q}_ms", "ms", True)
       for k in PREFIX_LENGTHS for q in ("p50", "p99")],
+    *[(f"first type-ahead, mode={m} (SuggestionSearcher + 1)", f"first_suggest_{m}_ms", "ms", True)
+      for m in ("titles", "auto")],
+    *[(f"type-ahead mode={m}, prefix of {k}: {q}", f"suggest_{m}_{k}_{q}_ms", "ms", True)
+      for m in ("titles", "auto") for k in PREFIX_LENGTHS for q in ("p50", "p99")],
     ("article read, cold cluster cache, p50", "read_cold_p50_ms", "ms", True),
     ("article read, warm, p50", "read_warm_p50_ms", "ms", True),
     ("Item.text p50", "text_p50_ms", "ms", True),
