@@ -29,7 +29,7 @@ SIGNATURES = {
     Search.getResults: ["start", "count"],
     Search.get_results: ["start", "count", "include_snippets", "snippet_engine", "include_text",
                          "text_max_chars"],
-    SuggestionSearcher.suggest: ["query"],
+    SuggestionSearcher.suggest: ["query", "mode"],  # mode: ours, keyword-only
     SuggestionSearch.getResults: ["start", "count"],
 }
 
