@@ -214,3 +214,21 @@ def test_small_archives_both_namespace_schemes(scheme, path):
         (r,) = SuggestionSearcher(a).suggest("test z", mode="titles").get_results(0, 10)
         assert (r.path, r.title, r.snippet) == (path, "Test ZIM file", "<b>Test Z</b>IM file")
         assert (_libzim._title_probes() > before) == (scheme == "nons")
+
+
+def test_threads_share_one_searcher(suggester):
+    # 8 threads on one SuggestionSearcher, every mode: the single-threaded answers.
+    from concurrent.futures import ThreadPoolExecutor
+
+    queries = [(q, m) for q in ["a", "alpha 0", "Alpha 1", "éc", "united", "zeta", "beta", "nothing"]
+               for m in ("titles", "auto", "index")]
+
+    def run(qm):
+        q, m = qm
+        s = suggester.suggest(q, mode=m)
+        return s.get_estimated_matches(), [(r.path, r.title, r.snippet) for r in s.get_results(0, 20)]
+
+    alone = [run(qm) for qm in queries]
+    with ThreadPoolExecutor(8) as ex:
+        for _ in range(5):
+            assert list(ex.map(run, queries)) == alone
