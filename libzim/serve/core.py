@@ -24,7 +24,7 @@ import uuid as uuidlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from typing import Awaitable, Callable, TypeVar
+from typing import Awaitable, Callable, Literal, TypeVar, get_args
 from urllib.parse import quote
 
 from starlette.requests import Request
@@ -35,12 +35,13 @@ from . import pages
 from .library import Book, Library
 
 __all__ = ["GET", "HTTPError", "Limits", "Options", "PriorityPool", "QUICK", "SLOW", "SUGGEST_MODES", "Server",
-           "endpoint", "error_response"]
+           "SuggestMode", "endpoint", "error_response"]
 
 T = TypeVar("T")
 
 # SuggestionSearcher.suggest's modes; "index" first: kiwix-serve's results, the default.
-SUGGEST_MODES = ("index", "titles", "auto")
+SuggestMode = Literal["index", "titles", "auto"]
+SUGGEST_MODES: tuple[SuggestMode, ...] = get_args(SuggestMode)
 
 GET = ["GET", "HEAD"]  # the methods of every route
 NO_CACHE = "max-age=0, must-revalidate"  # kiwix-serve's for everything but archive content
@@ -125,7 +126,7 @@ class Options:
     catalog_only: bool = False
     content_server_url: str = ""
     custom_index: str | None = None
-    suggest_mode: str = "index"
+    suggest_mode: SuggestMode = "index"
 
     def __post_init__(self) -> None:
         # /suggest turns a ValueError from suggest() into "no suggestions":
