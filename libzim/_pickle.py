@@ -26,7 +26,7 @@ import os
 import socket
 import threading
 from uuid import UUID
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Literal, Optional
 
 from libzim import ArchiveError, ZimError
 from libzim.reader import Archive, Entry, Item
@@ -181,7 +181,8 @@ def _search(searcher: Searcher, text: str, georange: Optional[tuple[float, float
     return searcher.search(_query(text, georange))
 
 
-def _suggestion_search(searcher: SuggestionSearcher, text: str, mode: str = "index") -> SuggestionSearch:
+def _suggestion_search(searcher: SuggestionSearcher, text: str,
+                       mode: Literal["index", "titles", "auto"] = "index") -> SuggestionSearch:
     return searcher.suggest(text, mode=mode)
 
 

@@ -564,6 +564,43 @@ def test_suggest_json_matches_library(ft_zim):
     assert out["results"][0]["title"] == "Quokka facts"
 
 
+def _titles_starting(path, variants: list[str]) -> list[str]:
+    """The archive's own title list, filtered by the prefix's case variants in turn."""
+    with Archive(path) as a:
+        titles = [e.title for e in a.iter_by_title()]
+    return [t for v in variants for t in titles if t.startswith(v)]
+
+
+def test_suggest_mode(ft_zim):
+    from libzim.suggestion import SuggestionSearcher
+
+    def titles(*args):
+        return [r["title"] for r in zim_json("suggest", ft_zim, *args)["results"]]
+
+    with Archive(ft_zim) as a:
+        index = {q: [r.title for r in SuggestionSearcher(a).suggest(q).get_results(0, 10)]
+                 for q in ("facts", "quo")}
+    assert index["facts"] == ["Quokka facts"]  # the index matches a word inside the title
+    for mode in ([], ["--mode", "index"]):
+        assert titles("facts", *mode) == index["facts"]
+        assert titles("quo", *mode) == index["quo"]
+    # titles: only those starting with "quo" as typed, capitalised or in upper case
+    want = _titles_starting(ft_zim, ["quo", "Quo", "QUO"])
+    assert want == ["Quokka facts"]
+    assert titles("quo", "--mode", "titles") == want
+    assert titles("facts", "--mode", "titles") == []
+    # auto: fewer than 100 titles start with the query here, so the index answers
+    assert titles("facts", "--mode", "auto") == index["facts"]
+    proc = zim("suggest", ft_zim, "facts", "--mode", "titles")
+    assert proc.returncode == 0 and b"No suggestions for 'facts'" in proc.stdout, proc.stderr
+
+
+def test_suggest_bad_mode_is_a_usage_error(ft_zim):
+    proc = zim("suggest", ft_zim, "quo", "--mode", "prefix")
+    assert proc.returncode == 2 and "--mode: invalid choice: 'prefix'" in proc.stderr, proc.stderr
+    assert proc.stdout == b""
+
+
 def test_suggest_local_text():
     proc = zim("suggest", MULTI, "Старонка 005", "--limit", "3")
     assert proc.returncode == 0, proc.stderr

@@ -178,6 +178,38 @@ def test_suggest_random_links(tools: Tools) -> None:
     assert out["external"] == 1 and out["missing"] == 1 and out["truncated"] is False
 
 
+# 120 titles start with "zeta" in some case: over the 100 at which "auto" lists titles.
+ZETAS = [f"Zeta {i:03d}" for i in range(60)] + [f"zeta lower {i:03d}" for i in range(60)] + ["Omega zeta"]
+
+
+@pytest.fixture(scope="module")
+def zeta_zim(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("mcp_zeta") / "zeta.zim"
+    with writer.Creator(path).config_indexing(True, "eng") as c:
+        for i, t in enumerate(ZETAS):
+            c.add_item(TextItem(f"z/{i}", t, f"<html><body><h1>{t}</h1><p>zeta text</p></body></html>"))
+    return path
+
+
+def test_suggest_takes_the_titles_for_a_common_prefix(zeta_zim: Path) -> None:
+    # 100+ titles start with "zeta": the tool lists those starting with the query as
+    # typed first, then capitalised, each in the archive's own title order; the title
+    # index would rank "Zeta 000" ... first for "zeta" (the check that this differs).
+    from libzim.reader import Archive
+    from libzim.suggestion import SuggestionSearcher
+    with Archive(zeta_zim) as a:
+        titles = [e.title for e in a.iter_by_title()]
+        index = [r.title for r in SuggestionSearcher(a).suggest("zeta").get_results(0, 50)]
+    t = Tools(Catalogue([zeta_zim]))
+    for q, variants in [("zeta", ["zeta", "Zeta"]), ("Zeta", ["Zeta", "zeta"])]:
+        want = [x for v in variants for x in titles if x.startswith(v)][:50]
+        assert len(want) == 50
+        assert [r["title"] for r in call(t, "suggest", query=q, limit=50)["titles"]] == want, q
+    assert want[0] == "Zeta 000" and index != [x for x in titles if x.startswith("zeta")][:50]
+    # Fewer than 100 start with "omega": the index, whose word match inside a title stays.
+    assert [r["title"] for r in call(t, "suggest", query="omega")["titles"]] == ["Omega zeta"]
+
+
 def test_citations_with_base_url(zims: dict[str, Path]) -> None:
     t = Tools(Catalogue([zims["alpha"]], base_url="http://127.0.0.1:8080/"))
     hit = call(t, "search", query="frobnicate")["hits"][0]

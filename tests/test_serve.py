@@ -466,6 +466,112 @@ def test_suggest_several_books_and_count_cap(client):
     assert client.get("/suggest", params={"content": FRA, "term": "p", "count": "x"}).status_code == 400
 
 
+# --suggest-mode. The expected lists come from the archives' own title listing
+# (Archive.iter_by_title) or python-libzim's path (SuggestionSearcher.suggest
+# with no mode), never from /suggest itself.
+ALPHA_TITLES = [f"Alpha {i:03d}" for i in range(110)]  # 100+ start with "alph": "auto" takes the titles
+WORD_INSIDE = ["Beta alpha", "Delta omega"]  # index-only matches: a word inside the title
+
+
+@pytest.fixture(scope="module")
+def alpha_path(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("serve_alpha") / "alpha.zim"
+    with writer.Creator(out).config_indexing(True, "eng") as c:
+        c.set_mainpath("alpha_000")
+        for t in ALPHA_TITLES + WORD_INSIDE:
+            c.add_item(TextItem(t.lower().replace(" ", "_"), t, _fra_html(t, f"{t} text")))
+    return out
+
+
+def _suggest_app(paths, mode):
+    from libzim.serve.core import Options
+    return TestClient(create_app(paths, threads=2, options=Options(suggest_mode=mode)))
+
+
+def _suggested(c, book: str, term: str, count: int = 100, start: int = 0) -> list[tuple[str, str]]:
+    r = c.get("/suggest", params={"content": book, "term": term, "count": count, "start": start})
+    assert r.status_code == 200
+    return [(it["path"], it["value"]) for it in json.loads(r.text) if it["kind"] == "path"]
+
+
+def _titles_starting(path, prefix: str) -> list[str]:
+    from libzim.reader import Archive
+    with Archive(path) as a:
+        return [e.title for e in a.iter_by_title() if e.title.startswith(prefix)]
+
+
+def _index_results(path, term: str, count: int) -> list[tuple[str, str]]:
+    from libzim.reader import Archive
+    from libzim.suggestion import SuggestionSearcher
+    with Archive(path) as a:
+        return [(r.path, r.title) for r in SuggestionSearcher(a).suggest(term).get_results(0, count)]
+
+
+def test_suggest_mode_index_is_python_libzims(fra_path, alpha_path):
+    for mode in ("index", None):  # None: the default Options
+        with (_suggest_app([fra_path, alpha_path], mode) if mode else
+              TestClient(create_app([fra_path, alpha_path], threads=2))) as c:
+            for book, path, term in [(FRA, fra_path, "page"), (FRA, fra_path, "quorvex"),
+                                     ("alpha", alpha_path, "alph"), ("alpha", alpha_path, "omega")]:
+                want = _index_results(path, term, 20)
+                assert want and _suggested(c, book, term, 20) == want, (mode, term)
+            assert _suggested(c, "alpha", "omega") == [("delta_omega", "Delta omega")]  # a word inside
+
+
+def test_suggest_mode_titles_lists_the_titles_starting_with_the_term(fra_path, alpha_path):
+    with _suggest_app([fra_path, alpha_path], "titles") as c:
+        want = _titles_starting(fra_path, "Page")
+        assert len(want) == len(FRA_PAGES)
+        for term in ("Page", "page", "PAGE"):  # the term's case variants: only "Page ..." titles exist
+            assert [t for _, t in _suggested(c, FRA, term)] == want, term
+        assert _suggested(c, FRA, "quorvex") == []  # in every title, at the start of none
+        want = _titles_starting(alpha_path, "Alpha")
+        assert len(want) == len(ALPHA_TITLES)
+        # Two pages of 100 (the cap): the index would add "Beta alpha".
+        assert [t for _, t in _suggested(c, "alpha", "alph") + _suggested(c, "alpha", "alph", 100, 100)] == want
+        assert _suggested(c, "alpha", "omega") == []
+
+
+def test_suggest_mode_auto(fra_path, alpha_path):
+    with _suggest_app([fra_path, alpha_path], "auto") as c:
+        # 110 titles start with "alph": the titles, without "Beta alpha" (the index's 111th).
+        got = _suggested(c, "alpha", "alph") + _suggested(c, "alpha", "alph", 100, 100)
+        assert [t for _, t in got] == _titles_starting(alpha_path, "Alpha")
+        assert len(_index_results(alpha_path, "alph", 200)) == len(ALPHA_TITLES) + 1
+        # Fewer than 100: the index, whose word matches inside titles stay.
+        for book, path, term in [("alpha", alpha_path, "omega"), (FRA, fra_path, "quorvex"), (FRA, fra_path, "page")]:
+            want = _index_results(path, term, 20)
+            assert want and _suggested(c, book, term, 20) == want, term
+        assert _suggested(c, "alpha", "omega") == [("delta_omega", "Delta omega")]
+
+
+def test_suggest_mode_bad_value():
+    from libzim.serve.core import Options
+    for bad in ("prefix", "", "Titles", None):
+        with pytest.raises(ValueError, match="suggest_mode"):
+            Options(suggest_mode=bad)
+
+
+def test_suggest_mode_from_the_command_line(fra_path):
+    # The mode zim serve hands create_app; a taken port makes main() return after the setup.
+    code = ("import socket, libzim.serve\n"
+            "from libzim.cli import main\n"
+            "real = libzim.serve.create_app\n"
+            "def spy(*a, **k):\n"
+            "    print(k['options'].suggest_mode)\n"
+            "    return real(*a, **k)\n"
+            "libzim.serve.create_app = spy\n"
+            "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); port = s.getsockname()[1]\n"
+            "for extra in ([], ['--suggest-mode', 'titles'], ['--suggest-mode', 'auto']):\n"
+            f"    print(main(['serve', {str(fra_path)!r}, '--port', str(port), *extra]))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, **child_python())
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["index", "1", "titles", "1", "auto", "1"], r.stdout + r.stderr[-500:]
+    r = subprocess.run([sys.executable, "-m", "libzim", "serve", str(fra_path), "--suggest-mode", "prefix"],
+                       capture_output=True, text=True, timeout=60, **child_python())
+    assert r.returncode == 2 and "--suggest-mode" in r.stderr and "invalid choice: 'prefix'" in r.stderr, r.stderr
+
+
 def test_catalog(client, fra_path):
     r = client.get("/catalog/v2/entries")
     assert r.status_code == 200 and "opds-catalog" in r.headers["content-type"]
@@ -927,7 +1033,7 @@ def test_serve_in_the_cli_help():
     r = subprocess.run([sys.executable, "-m", "libzim", "serve", "--help"], capture_output=True, text=True,
                        timeout=60, **child_python())
     assert r.returncode == 0 and r.stdout.startswith("usage: zim serve")
-    for opt in ("--address", "--port", "--threads", "--downloads", "--cluster-cache"):
+    for opt in ("--address", "--port", "--threads", "--downloads", "--cluster-cache", "--suggest-mode"):
         assert opt in r.stdout
 
 

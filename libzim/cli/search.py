@@ -16,6 +16,10 @@ from .errors import PROG, CLIError, one_line, print_error, short, warn
 from .output import BOLD, RESET, print_json, render_snippet, use_bold, wrap
 from .workers import hammer
 
+# SuggestionSearcher.suggest's modes, "index" (python-libzim's and kiwix-serve's results) first;
+# libzim.serve.core.SUGGEST_MODES repeats them for the server (it imports without the CLI).
+SUGGEST_MODES = ("index", "titles", "auto")
+
 
 def searchable(paths: Sequence[str]) -> tuple[list[Any], list[str]]:
     """Open every archive; return those with a full-text index, warn about the rest."""
@@ -151,7 +155,7 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     check_limit(args.limit)
     archive = open_archive(args.archive)
     try:
-        s = SuggestionSearcher(archive).suggest(args.query)
+        s = SuggestionSearcher(archive).suggest(args.query, mode=args.mode)
         estimated = s.get_estimated_matches()
         results = [{"path": r.path, "title": r.title, "snippet": r.snippet} for r in s.get_results(0, args.limit)]
     except (ZimError, ValueError) as e:
@@ -202,5 +206,9 @@ def add_suggest_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("archive", metavar="ARCHIVE", help="path of the ZIM file")
     p.add_argument("query", metavar="QUERY", help="the beginning of a title, or words in it")
     p.add_argument("--limit", "-n", type=int, default=10, metavar="N", help="number of suggestions (default 10)")
+    p.add_argument("--mode", choices=SUGGEST_MODES, default="index",
+                   help="index (default: libzim's title index, python-libzim's results: titles with words "
+                        "starting as the query's), titles (the titles that start with the query, fast at any "
+                        "size), auto (titles when 100 or more start with the query, else index)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_suggest)

@@ -15,6 +15,7 @@ import threading
 from typing import Any
 
 from .errors import PROG, CLIError, one_line
+from .search import SUGGEST_MODES
 
 SERVE_CLUSTER_CACHE_MIB = 64
 DEFAULT_ADDRESS, DEFAULT_PORT = "127.0.0.1", 8080
@@ -153,7 +154,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     options = Options(search_bar=not args.nosearchbar, library_button=not args.nolibrarybutton,
                       block_external=args.blockexternal, downloads=args.downloads, search_limit=args.searchLimit,
                       catalog_only=args.catalogOnly, content_server_url=(args.contentServerURL or "").rstrip("/"),
-                      custom_index=index)
+                      custom_index=index, suggest_mode=args.suggest_mode)
     app = create_app(library, threads=threads, options=options, root=args.urlRootLocation,
                      monitor_library=args.monitorLibrary, reload_on_sighup=True)
     address = DEFAULT_ADDRESS if args.address is None else args.address
@@ -262,5 +263,10 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     o.add_argument("--http", choices=("auto", "httptools", "h11"), default="auto",
                    help="HTTP parser: httptools (C; in the serve extra) or h11 (pure Python); "
                         "default auto: httptools when installed")
+    o.add_argument("--suggest-mode", choices=SUGGEST_MODES, default="index",
+                   help="how /suggest finds titles: index (default: libzim's title index, kiwix-serve's "
+                        "results), titles (the titles that start with the term, by binary search), auto "
+                        "(titles when 100 or more start with the term, else index: for large archives such "
+                        "as Wikipedia, where the index takes tens of ms for one letter)")
     o.add_argument("--no-access-log", action="store_true", help="do not log each request")
     p.set_defaults(func=cmd_serve)

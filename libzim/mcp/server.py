@@ -31,7 +31,8 @@ DESCRIPTIONS = {
               "(query words in **bold**), score, cite. Page with offset.",
     "read": "Article text by archive+path (from search). Long text is cut at max_chars: continue "
             "from next_offset, or pass one of the returned headings as section.",
-    "suggest": "Article titles matching a prefix or words (type-ahead, 'did you mean').",
+    "suggest": "Article titles matching a prefix or words (type-ahead, 'did you mean'); when 100+ titles "
+               "start with the query, only those, in title order.",
     "archives": "The archives available: name, title, description, language, article count, "
                 "fulltext (searchable), date.",
     "random": "A random article of an archive.",

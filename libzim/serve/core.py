@@ -24,7 +24,7 @@ import uuid as uuidlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from typing import Awaitable, Callable, TypeVar
+from typing import Awaitable, Callable, Literal, TypeVar, get_args
 from urllib.parse import quote
 
 from starlette.requests import Request
@@ -34,10 +34,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from . import pages
 from .library import Book, Library
 
-__all__ = ["GET", "HTTPError", "Limits", "Options", "PriorityPool", "QUICK", "SLOW", "Server", "endpoint",
-           "error_response"]
+__all__ = ["GET", "HTTPError", "Limits", "Options", "PriorityPool", "QUICK", "SLOW", "SUGGEST_MODES", "Server",
+           "SuggestMode", "endpoint", "error_response"]
 
 T = TypeVar("T")
+
+# SuggestionSearcher.suggest's modes; "index" first: kiwix-serve's results, the default.
+SuggestMode = Literal["index", "titles", "auto"]
+SUGGEST_MODES: tuple[SuggestMode, ...] = get_args(SuggestMode)
 
 GET = ["GET", "HEAD"]  # the methods of every route
 NO_CACHE = "max-age=0, must-revalidate"  # kiwix-serve's for everything but archive content
@@ -106,7 +110,12 @@ class Options:
     ``catalog_only``: only the catalog is served (``--catalogOnly``);
     ``content_server_url``: the server that serves the content the catalog
     links (``--contentServerURL``; "" for this one); ``custom_index``: an HTML
-    page served at ``/`` instead of the library (``--customIndex``).
+    page served at ``/`` instead of the library (``--customIndex``);
+    ``suggest_mode``: the ``mode`` of ``SuggestionSearcher.suggest`` behind
+    ``/suggest`` (``--suggest-mode``, ours): "index" (kiwix-serve's results),
+    "titles" (the titles starting with the term) or "auto" (titles when 100 or
+    more start with it, else the index: for large archives, where the index
+    takes tens of ms for a one-letter term). ValueError for another.
     """
 
     search_bar: bool = True
@@ -117,6 +126,13 @@ class Options:
     catalog_only: bool = False
     content_server_url: str = ""
     custom_index: str | None = None
+    suggest_mode: SuggestMode = "index"
+
+    def __post_init__(self) -> None:
+        # /suggest turns a ValueError from suggest() into "no suggestions":
+        # a misspelt mode must fail here, not answer nothing forever.
+        if self.suggest_mode not in SUGGEST_MODES:
+            raise ValueError(f"suggest_mode must be one of {', '.join(SUGGEST_MODES)}, not {self.suggest_mode!r}")
 
 
 class HTTPError(Exception):

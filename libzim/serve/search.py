@@ -10,7 +10,7 @@ from libzim import ZimError
 
 from . import opds, pages
 from .catalog import filter_books
-from .core import GET, SLOW, HTTPError, Server, bytes_response, endpoint, root_of, text_response
+from .core import GET, SLOW, HTTPError, Server, SuggestMode, bytes_response, endpoint, root_of, text_response
 from .library import Book
 
 __all__ = ["routes"]
@@ -89,17 +89,17 @@ async def search(server: Server, request: Request) -> Response:
                          "text/html; charset=utf-8")
 
 
-def _suggest_body(books: list[Book], term: str, start: int, count: int) -> bytes:
+def _suggest_body(books: list[Book], term: str, start: int, count: int, mode: SuggestMode = "index") -> bytes:
     """The /suggest response body, built on the worker: the event loop only sends it."""
     fulltext = any(b.archive.has_fulltext_index for b in books)
-    return pages.suggest_json(_suggest(books, term, start, count), term, fulltext).encode("utf-8")
+    return pages.suggest_json(_suggest(books, term, start, count, mode), term, fulltext).encode("utf-8")
 
 
-def _suggest(books: list[Book], term: str, start: int, count: int) -> list[dict[str, str]]:
+def _suggest(books: list[Book], term: str, start: int, count: int, mode: SuggestMode = "index") -> list[dict[str, str]]:
     per_book: list[list[dict[str, str]]] = []
     for b in books:
         try:
-            results = b.suggester.suggest(term).get_results(start, count)
+            results = b.suggester.suggest(term, mode=mode).get_results(start, count)
             rows = [{"value": r.title, "label": r.snippet or r.title, "kind": "path", "path": r.path,
                      "book": b.name} for r in results]
         except (ZimError, ValueError, RuntimeError):
@@ -128,7 +128,7 @@ async def suggest(server: Server, request: Request) -> Response:
     count = server.int_param(request, "count", 10, 0, server.limits.max_suggest_count) or 10  # 0: kiwix's 10
     start = server.int_param(request, "start", 0, 0, 1_000_000)
     if term:
-        body = await server.run(_suggest_body, books, term, start, count)
+        body = await server.run(_suggest_body, books, term, start, count, server.options.suggest_mode)
     else:  # nothing to look up: no trip to a worker
         fulltext = any(b.archive.has_fulltext_index for b in books)
         body = pages.suggest_json([], term, fulltext).encode("utf-8")
