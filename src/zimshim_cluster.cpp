@@ -10,7 +10,8 @@
 // and spent 65% more CPU per snippet search, where two processes scaled.
 // Here a compressed cluster is read with pread, 64 KiB at a time, and decoded
 // into memory of its own. Decoding stops at the blob asked for, as libzim's
-// does, and resumes from there for a later blob. There is one cache per file
+// does, and resumes from there for a later blob. A zstd cluster is decoded
+// straight into one buffer (start_whole), an xz one into segments. There is one cache per file
 // in the process, shared by every Archive opened on it and every libzim copy
 // of those (pooled searchers, spare lookup copies), where libzim keeps one
 // per copy.
@@ -18,7 +19,12 @@
 #include "zimshim_snippet.hpp"
 
 #include <lzma.h>
+// ZSTD_d_stableOutBuffer is in zstd's experimental API (stable since 1.4.x;
+// Debian 12 has 1.5.4); ZSTD_DCtx_setParameter says at run time whether the
+// library takes it, and a decoder that does not is used the buffered way.
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -83,46 +89,58 @@ char *map_or_throw(size_t n) {
     return static_cast<char *>(p);
 }
 
+// A map, and how many of its first bytes have been touched (resident).
+struct Map {
+    char *p = nullptr;
+    size_t size = 0, touched = 0;
+};
+
 // Spare anonymous maps, at most max_count of them and max_bytes in all.
 class MapPool {
   public:
     MapPool(size_t max_count, size_t max_bytes) : max_count_(max_count), max_bytes_(max_bytes) {
         spare_.reserve(max_count);  // so that give() cannot throw
     }
-    // A spare map of lo to hi bytes: {nullptr, 0} if none.
-    std::pair<char *, size_t> take(uint64_t lo, uint64_t hi) {
+    // A spare map of lo to hi bytes: p null if none.
+    Map take(uint64_t lo, uint64_t hi) {
         std::lock_guard<std::mutex> lk(mu_);
         for (size_t i = 0; i < spare_.size(); i++) {
-            const std::pair<char *, size_t> m = spare_[i];
-            if (m.second >= lo && m.second <= hi) {
+            const Map m = spare_[i];
+            if (m.size >= lo && m.size <= hi) {
                 spare_.erase(spare_.begin() + (long)i);
-                bytes_ -= m.second;
+                bytes_ -= m.size;
                 return m;
             }
         }
-        return {nullptr, 0};
+        return Map{};
     }
-    void give(char *p, size_t n) {
+    void give(const Map &m) {
         {
             std::lock_guard<std::mutex> lk(mu_);
-            if (spare_.size() < max_count_ && bytes_ + n <= max_bytes_) {
-                spare_.emplace_back(p, n);
-                bytes_ += n;
+            if (spare_.size() < max_count_ && bytes_ + m.size <= max_bytes_) {
+                spare_.push_back(m);
+                bytes_ += m.size;
                 return;
             }
         }
-        munmap(p, n);
+        munmap(m.p, m.size);
     }
     // The map as a shared_ptr that gives it back here (also if the
-    // shared_ptr cannot be made).
+    // shared_ptr cannot be made), all of it counted as touched.
     std::shared_ptr<char> owned(char *p, size_t n) {
-        return std::shared_ptr<char>(p, [this, n](char *q) { give(q, n); });
+        return std::shared_ptr<char>(p, [this, n](char *q) { give(Map{q, n, n}); });
+    }
+    // The same, the touched bytes read from *touched when it comes back.
+    std::shared_ptr<char> owned(char *p, size_t n, std::shared_ptr<std::atomic<size_t>> touched) {
+        return std::shared_ptr<char>(p, [this, n, touched](char *q) {
+            give(Map{q, n, std::min(n, touched->load(std::memory_order_relaxed))});
+        });
     }
 
   private:
     const size_t max_count_, max_bytes_;
     std::mutex mu_;
-    std::vector<std::pair<char *, size_t>> spare_;
+    std::vector<Map> spare_;
     size_t bytes_ = 0;
 };
 
@@ -175,7 +193,7 @@ class Mapped {
 std::shared_ptr<char> segment_buffer(size_t *n) {
     if (ZS_MAP_BUFFERS && *n >= kPooledFrom) {
         *n = kSegment;
-        char *p = segment_pool().take(kSegment, kSegment).first;
+        char *p = segment_pool().take(kSegment, kSegment).p;
         return segment_pool().owned(p ? p : map_or_throw(kSegment), kSegment);
     }
     return std::shared_ptr<char>(new char[*n ? *n : 1], std::default_delete<char[]>());
@@ -186,8 +204,8 @@ std::shared_ptr<char> segment_buffer(size_t *n) {
 // bytes are decoded (a corrupt size costs what the stream holds, not what it
 // claims).
 Mapped large_buffer(uint64_t size) {
-    const std::pair<char *, size_t> m = large_pool().take(size, 2 * size);
-    return m.first ? Mapped(m.first, m.second) : Mapped(kSegment);
+    const Map m = large_pool().take(size, 2 * size);
+    return m.p ? Mapped(m.p, m.size) : Mapped(kSegment);
 }
 
 enum class Codec { none, xz, zstd, other };
@@ -223,6 +241,9 @@ Codec codec_of(unsigned char info) {
 struct DecoderPool {
     static const size_t kKeep = 2;  // of each kind, per thread
     std::vector<ZSTD_DCtx *> zstd;
+    // In ZSTD_d_stableOutBuffer mode (no window buffer of their own): kept
+    // apart, since a buffered decode would make them allocate one.
+    std::vector<ZSTD_DCtx *> zstd_stable;
     std::vector<lzma_stream> xz;
     std::vector<std::unique_ptr<char[]>> inputs;
     ~DecoderPool();
@@ -235,6 +256,8 @@ thread_local DecoderPool t_pool;
 DecoderPool::~DecoderPool() {
     t_pool_alive = false;
     for (ZSTD_DCtx *d : zstd)
+        ZSTD_freeDCtx(d);
+    for (ZSTD_DCtx *d : zstd_stable)
         ZSTD_freeDCtx(d);
     for (lzma_stream &s : xz)
         lzma_end(&s);
@@ -253,7 +276,10 @@ template <class T> bool take(std::vector<T> &from, T *out) {
 // One compressed stream, read from the file as it is decoded.
 class Stream {
   public:
-    Stream(Codec codec, uint64_t pos, uint64_t end) : codec_(codec), pos_(pos), end_(end) {
+    // stable (zstd only): decode_stable() into one buffer, if the library
+    // takes ZSTD_d_stableOutBuffer (stable() says).
+    Stream(Codec codec, uint64_t pos, uint64_t end, bool stable = false)
+        : codec_(codec), pos_(pos), end_(end), stable_(stable && codec == Codec::zstd) {
         try {
             acquire();
         } catch (...) {
@@ -285,17 +311,81 @@ class Stream {
         }
     }
 
+    // Decodes n bytes and drops them.
+    void skip(const OpenFile &f, uint64_t n, uint32_t cluster) {
+        char scratch[16384];
+        while (n > 0) {
+            const size_t k = (size_t)std::min<uint64_t>(n, sizeof scratch);
+            decode(f, scratch, k, cluster);
+            n -= k;
+        }
+    }
+
+    bool stable() const { return stable_; }
+
+    // Stable mode: decodes into out[0, cap), from *pos (where the last call
+    // left it: zstd requires the same buffer) until *pos >= target; zstd may
+    // decode further, up to cap. False when a block does not fit in cap (the
+    // frame runs past its offset table: corrupt); the caller decodes on the
+    // buffered way then.
+    bool decode_stable(const OpenFile &f, char *out, size_t cap, size_t *pos, size_t target,
+                       uint32_t cluster) {
+        while (*pos < target) {
+            if (ended_)
+                corrupt(cluster, "the compressed data ends before the cluster does");
+            if (in_off_ == in_len_)
+                refill(f);
+            ZSTD_outBuffer o{out, cap, *pos};
+            // At most the input zstd asks for next (its hint: the next block),
+            // so a call decodes one block at most: given all it has, zstd
+            // would decode every block that input completes, past target,
+            // and an error in a later one would lose the earlier ones' output
+            // (zstd sets pos only on success). Decoding stops at the blob
+            // asked for, as in buffered mode, block by block.
+            ZSTD_inBuffer i{in_.get(), std::min(in_len_, in_off_ + hint_), in_off_};
+            const size_t r = ZSTD_decompressStream(zs_, &o, &i);
+            if (ZSTD_isError(r) && ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall)
+                return false;
+            if (ZSTD_isError(r))
+                corrupt(cluster, std::string("zstd: ") + ZSTD_getErrorName(r));
+            in_off_ = i.pos;
+            ended_ = r == 0;
+            hint_ = r ? r : 1;
+            const bool progress = o.pos > *pos;
+            *pos = o.pos;
+            if (!progress && in_len_ == 0)
+                corrupt(cluster, "the compressed data ends before the cluster does");
+        }
+        return true;
+    }
+
+    // What the stream holds: its input buffer and its decoder (for zstd's
+    // buffered mode a window of up to 8 MiB; liblzma's dictionary).
+    size_t memory() const {
+        size_t n = kChunk;
+        if (zs_)
+            n += ZSTD_sizeof_DCtx(zs_);
+        if (xz_.internal)
+            n += (size_t)lzma_memusage(&xz_);
+        return n;
+    }
+
   private:
     void acquire() {
         DecoderPool *p = pool();
         if (!p || !take(p->inputs, &in_))
             in_.reset(new char[kChunk]);
         if (codec_ == Codec::zstd) {
-            if ((!p || !take(p->zstd, &zs_)) && !(zs_ = ZSTD_createDCtx()))
+            std::vector<ZSTD_DCtx *> *from = p ? (stable_ ? &p->zstd_stable : &p->zstd) : nullptr;
+            const bool reused = from && take(*from, &zs_);
+            if (!reused && !(zs_ = ZSTD_createDCtx()))
                 throw std::bad_alloc();
-            // A reused context starts a new frame; its parameters are the defaults.
+            // A reused context starts a new frame; its parameters are kept.
             if (ZSTD_isError(ZSTD_DCtx_reset(zs_, ZSTD_reset_session_only)))
                 throw std::bad_alloc();
+            if (stable_ && !reused &&
+                ZSTD_isError(ZSTD_DCtx_setParameter(zs_, ZSTD_d_stableOutBuffer, 1)))
+                stable_ = false;  // this libzstd has no such mode: buffered
         } else {
             if (p)
                 take(p->xz, &xz_);
@@ -308,8 +398,9 @@ class Stream {
 
     void release() {
         DecoderPool *p = pool();
-        if (zs_ && p && p->zstd.size() < DecoderPool::kKeep)
-            p->zstd.push_back(zs_);
+        std::vector<ZSTD_DCtx *> *to = p ? (stable_ ? &p->zstd_stable : &p->zstd) : nullptr;
+        if (zs_ && to && to->size() < DecoderPool::kKeep)
+            to->push_back(zs_);
         else if (zs_)
             ZSTD_freeDCtx(zs_);
         zs_ = nullptr;
@@ -362,6 +453,8 @@ class Stream {
     std::unique_ptr<char[]> in_;
     size_t in_off_ = 0, in_len_ = 0;
     bool ended_ = false;  // the decoder reported the end of its frame
+    bool stable_;
+    size_t hint_ = ZSTD_FRAMEHEADERSIZE_PREFIX(ZSTD_f_zstd1);  // stable mode: input for the next call
     ZSTD_DCtx *zs_ = nullptr;
     lzma_stream xz_ = LZMA_STREAM_INIT;
 };
@@ -409,12 +502,27 @@ struct Cluster {
     // (those before stay readable).
     std::string error;
     std::unique_ptr<Stream> stream;     // null once fully decoded or failed
+    size_t stream_held = 0;             // its memory(), counted in held while it lives
     std::shared_ptr<char> segment;      // where the next small blobs go
     size_t seg_used = 0, seg_size = 0;
+    // A zstd cluster of a plausible size is decoded in one piece: bytes
+    // [0, decoded) of whole are the cluster's (offset table included), and
+    // blobs point into it. Null on the segment path (xz, or a table that
+    // claims more than kWholeMax).
+    std::shared_ptr<char> whole;
+    size_t decoded = 0;
+    // What whole costs: the pages touched, by this cluster's decoding or,
+    // for a reused map, before (resident already); shared with the map's
+    // deleter, which tells the pool.
+    std::shared_ptr<std::atomic<size_t>> whole_touched;
+    size_t whole_held = 0;              // counted in held
+    size_t whole_cap = 0;               // its size (zstd's output buffer)
+    bool whole_mapped = false;          // a map: its pages count as touched
+    uint64_t data_pos = 0;              // the compressed stream's first byte
 
     size_t blob_count() const { return offsets.size() - 1; }
-    // What the cluster costs in memory now (decoded segments, the offset
-    // table), without a lock.
+    // What the cluster costs in memory now (decoded data, the offset table,
+    // the decoder of a partly decoded cluster), without a lock.
     size_t bytes_held() const { return held.load(std::memory_order_relaxed); }
 };
 
@@ -423,6 +531,14 @@ namespace {
 // Under c.mu: runs step, which reads c's stream. A failure (corrupt data, a
 // read error, memory) stops the stream at an unknown point, where decoding
 // on would misplace bytes: it is kept, and every later step throws it.
+// Under c.mu: held follows the stream's memory (a zstd window in buffered
+// mode, liblzma's dictionary) while it lives, so the budget counts it.
+void account_stream(Cluster &c) {
+    const size_t now = c.stream ? c.stream->memory() : 0;
+    c.held.fetch_add(now - c.stream_held, std::memory_order_relaxed);  // wraps to a decrease
+    c.stream_held = now;
+}
+
 template <class F> void on_stream(Cluster &c, uint32_t cluster, F &&step) {
     if (!c.error.empty())
         throw zim::ZimFileFormatError(c.error);
@@ -433,33 +549,193 @@ template <class F> void on_stream(Cluster &c, uint32_t cluster, F &&step) {
                       ? ex.what()
                       : "cluster " + std::to_string(cluster) + ": an earlier read failed: " + ex.what();
         c.stream.reset();
+        account_stream(c);
         throw;
+    }
+    account_stream(c);
+}
+
+// A cluster decoded in one piece needs no more than this (a table claiming
+// more is likely corrupt: it takes the segment path, whose memory follows
+// the bytes the stream really holds).
+const uint64_t kWholeMax = uint64_t(64) << 20;
+// The decoded size a cluster's buffer allows, per compressed byte.
+const uint64_t kWholeRatio = 32;
+// And at least this: a small cluster's first block may be all of it.
+const uint64_t kWholeMin = 64 * 1024;
+
+// The buffer of a cluster decoded in one piece, from malloc when small (*touched
+// then its size: malloc's memory counts whole), else a map (pooled, as large
+// blobs'; *touched its pages resident already, 0 for a new one).
+std::shared_ptr<char> whole_buffer(size_t size, std::shared_ptr<std::atomic<size_t>> touched) {
+    if (ZS_MAP_BUFFERS && size >= kPooledFrom) {
+        Map m = large_pool().take(size, 2 * (uint64_t)size);
+        if (!m.p)
+            m = Map{map_or_throw(size), size, 0};
+        touched->store(m.touched, std::memory_order_relaxed);
+        return large_pool().owned(m.p, m.size, std::move(touched));
+    }
+    touched->store(size, std::memory_order_relaxed);
+    return std::shared_ptr<char>(new char[size], std::default_delete<char[]>());
+}
+
+// Under c.mu: held follows the pages of whole that are touched.
+void account_whole(Cluster &c) {
+    const size_t page = c.whole_mapped ? 4096 : 1;
+    const size_t now = std::max(c.whole_touched->load(std::memory_order_relaxed),
+                                (c.decoded + page - 1) / page * page);
+    c.whole_touched->store(now, std::memory_order_relaxed);
+    c.held.fetch_add(now - c.whole_held, std::memory_order_relaxed);
+    c.whole_held = now;
+}
+
+// The offsets of a table's bytes (width each), checked in order.
+void append_offsets(Cluster &c, const unsigned char *p, size_t n, int width, uint32_t cluster) {
+    for (size_t i = 0; i < n; i += width)
+        c.offsets.push_back(load_le(p + i, width));
+    for (size_t i = c.offsets.size() - n / width; i < c.offsets.size(); i++)
+        check_offset(c.offsets[i], c.offsets[i - 1], kMaxCluster, cluster);
+}
+
+// A zstd cluster is decoded in one piece, straight into one buffer
+// (ZSTD_d_stableOutBuffer), offset table included. So its decoder needs no
+// window of its own: libzim's frames carry no content size, and the
+// buffered decoder of a level-19 frame holds 8.5 MiB while its cluster is
+// partly decoded, more than most clusters' data (and was not counted).
+// Decoding into place also saves the copy out of the window. The buffer is
+// sized before the table is read, from the compressed size (text compresses
+// 3-8x here); a cluster that decodes larger, or a libzstd without the mode,
+// takes the segment path (false, nothing kept).
+bool start_whole(Cluster &c, const OpenFile &f, const Header &h, uint32_t cluster, int width) {
+    const uint64_t next = cluster + 1 < h.clusters
+                              ? read_le(f, h.cluster_ptr_pos + 8 * (uint64_t)(cluster + 1), 8)
+                              : f.size;
+    const uint64_t compressed = next > c.data_pos ? next - c.data_pos : f.size - std::min(f.size, c.data_pos);
+    const uint64_t cap = std::min<uint64_t>(kWholeMax, std::max<uint64_t>(kWholeRatio * compressed, kWholeMin));
+    std::unique_ptr<Stream> s(new Stream(Codec::zstd, c.data_pos, f.size, true));
+    if (!s->stable())
+        return false;
+    c.whole_touched = std::make_shared<std::atomic<size_t>>(0);
+    c.whole = whole_buffer((size_t)cap, c.whole_touched);
+    c.whole_cap = (size_t)cap;
+    c.whole_mapped = ZS_MAP_BUFFERS && cap >= kPooledFrom;
+    c.decoded = 0;
+    c.stream = std::move(s);
+    unsigned char *p = reinterpret_cast<unsigned char *>(c.whole.get());
+    // False when a block does not fit in the buffer.
+    const auto upto = [&](uint64_t n) {
+        return c.stream->decode_stable(f, c.whole.get(), (size_t)cap, &c.decoded, (size_t)n, cluster);
+    };
+    const auto give_up = [&] {  // decodes larger than its buffer: segments
+        c.stream.reset();
+        c.whole.reset();
+        c.whole_touched.reset();
+        c.offsets.clear();
+        c.decoded = 0;
+        return false;
+    };
+    if (!upto(width))
+        return give_up();
+    const uint64_t first = first_offset(p, width, kMaxCluster, cluster);
+    if (first > cap || !upto(first))
+        return give_up();
+    c.offsets.assign(1, first);
+    append_offsets(c, p + width, (size_t)(first - width), width, cluster);
+    const uint64_t total = c.offsets.back();
+    if (total > cap)
+        return give_up();
+    if (!c.whole_mapped && total < cap) {
+        // Small (under kPooledFrom): decoded whole now, and only its bytes
+        // kept, in a buffer of their size (malloc's memory counts whole).
+        if (!upto(total))
+            return give_up();
+        std::shared_ptr<char> exact(new char[total], std::default_delete<char[]>());
+        std::memcpy(exact.get(), c.whole.get(), (size_t)total);
+        c.whole = std::move(exact);
+        c.whole_cap = (size_t)total;
+        c.whole_touched->store((size_t)total, std::memory_order_relaxed);
+        c.stream.reset();
+    }
+    account_whole(c);
+    return true;
+}
+
+// Under c.mu, on the stream: blobs [ready, k) for every blob now decoded.
+void publish_whole(Cluster &c) {
+    uint32_t i = c.ready.load(std::memory_order_relaxed);
+    while (i < c.blob_count() && c.offsets[i + 1] <= c.decoded) {
+        c.blobs[i] = std::shared_ptr<const char>(c.whole, c.whole.get() + c.offsets[i]);
+        i++;
+    }
+    c.ready.store(i, std::memory_order_release);
+    if (i == c.blob_count())
+        c.stream.reset();  // its decoder goes back to this thread
+}
+
+void decode_whole(Cluster &c, const OpenFile &f, uint32_t cluster, uint64_t target);
+
+// Under c.mu, on the stream: decodes the one-piece cluster to at least
+// target. What was decoded before a failure is published too: those blobs
+// stay readable.
+void advance_whole(Cluster &c, const OpenFile &f, uint32_t cluster, uint64_t target) {
+    try {
+        decode_whole(c, f, cluster, target);
+    } catch (...) {
+        account_whole(c);
+        publish_whole(c);
+        throw;
+    }
+    account_whole(c);
+    publish_whole(c);
+}
+
+void decode_whole(Cluster &c, const OpenFile &f, uint32_t cluster, uint64_t target) {
+    if (c.decoded >= target)
+        return;  // decoded already (a small cluster, whole at its start)
+    const size_t cap = c.whole_cap;
+    if (c.stream->stable() &&
+        !c.stream->decode_stable(f, c.whole.get(), cap, &c.decoded, (size_t)target, cluster)) {
+        // A block runs past the table's end: the rest the buffered way,
+        // into the same buffer, from the frame's start.
+        std::unique_ptr<Stream> b(new Stream(Codec::zstd, c.data_pos, f.size));
+        b->skip(f, c.decoded, cluster);
+        c.stream = std::move(b);
+    }
+    if (!c.stream->stable() && c.decoded < target) {
+        c.stream->decode(f, c.whole.get() + c.decoded, (size_t)target - c.decoded, cluster);
+        c.decoded = (size_t)target;
+    }
+}
+
+// The segment path's table: read through a buffered stream, in steps, so
+// that a corrupt table size fails when the stream ends, before anything that
+// large is allocated.
+void start_segments(Cluster &c, const OpenFile &f, uint32_t cluster, unsigned char info, int width) {
+    c.stream.reset(new Stream(codec_of(info), c.data_pos, f.size));
+    unsigned char b[8];
+    c.stream->decode(f, reinterpret_cast<char *>(b), (size_t)width, cluster);
+    const uint64_t first = first_offset(b, width, kMaxCluster, cluster);
+    c.offsets.assign(1, first);
+    unsigned char step[4096];
+    for (uint64_t left = first - width; left > 0;) {
+        const size_t n = (size_t)std::min<uint64_t>(left, sizeof step);
+        c.stream->decode(f, reinterpret_cast<char *>(step), n, cluster);
+        append_offsets(c, step, n, width, cluster);
+        left -= n;
     }
 }
 
 // Reads the offset table: its first entry is the table's own size.
-void start(Cluster &c, const OpenFile &f, uint32_t cluster, uint64_t pos, unsigned char info) {
-    c.stream.reset(new Stream(codec_of(info), pos + 1, f.size));
+void start(Cluster &c, const OpenFile &f, const Header &h, uint32_t cluster, uint64_t pos,
+           unsigned char info) {
     const int width = (info & 0x10) ? 8 : 4;
-    unsigned char b[8];
-    c.stream->decode(f, reinterpret_cast<char *>(b), (size_t)width, cluster);
-    const uint64_t first = first_offset(b, width, kMaxCluster, cluster);
-    // Read in steps: a corrupt table size then fails when the stream ends,
-    // before anything that large is allocated.
-    c.offsets.assign(1, first);
-    char step[4096];
-    for (uint64_t left = first - width; left > 0;) {
-        const size_t n = (size_t)std::min<uint64_t>(left, sizeof step);
-        c.stream->decode(f, step, n, cluster);
-        for (size_t i = 0; i < n; i += width)
-            c.offsets.push_back(load_le(reinterpret_cast<unsigned char *>(step + i), width));
-        for (size_t i = c.offsets.size() - n / width; i < c.offsets.size(); i++)
-            check_offset(c.offsets[i], c.offsets[i - 1], kMaxCluster, cluster);
-        left -= n;
-    }
+    c.data_pos = pos + 1;
+    c.stream_held = 0;
+    if (codec_of(info) != Codec::zstd || !start_whole(c, f, h, cluster, width))
+        start_segments(c, f, cluster, info, width);
     c.blobs.reset(new std::shared_ptr<const char>[c.blob_count()]);
-    c.held.store(c.offsets.capacity() * sizeof(uint64_t) + c.blob_count() * sizeof(c.blobs[0]),
-                 std::memory_order_relaxed);
+    c.held.fetch_add(c.offsets.capacity() * sizeof(uint64_t) + c.blob_count() * sizeof(c.blobs[0]),
+                     std::memory_order_relaxed);
     if (c.blob_count() == 0)
         c.stream.reset();
     c.started.store(true, std::memory_order_release);
@@ -554,16 +830,37 @@ void ensure_started(Cluster &c, const OpenFile &f, const Header &h, uint32_t clu
     if (c.started.load(std::memory_order_relaxed))
         return;
     on_stream(c, cluster, [&] {
-        start(c, f, cluster, read_le(f, h.cluster_ptr_pos + 8 * (uint64_t)cluster, 8), info);
+        start(c, f, h, cluster, read_le(f, h.cluster_ptr_pos + 8 * (uint64_t)cluster, 8), info);
     });
+}
+
+// A decoder above this is not kept for a partly decoded cluster.
+const size_t kKeepDecoder = size_t(1) << 20;
+
+// Under c.mu, the blob asked for decoded: a cluster whose decoder costs more
+// than its data is likely to (liblzma's dictionary, a buffered zstd window:
+// 8 MiB and more) is decoded to its end now, so the decoder goes. Counted in
+// the budget, such a decoder would crowd out the decoded clusters (xz reads
+// ran 3x slower at 16 MiB); the rest of a cluster costs less to decode now
+// than again from its start once evicted. A failure there is the later
+// blobs' (kept in c.error), not this read's.
+void finish_costly(Cluster &c, const OpenFile &f, uint32_t cluster) {
+    try {
+        while (c.stream && c.stream_held > kKeepDecoder)
+            on_stream(c, cluster, [&] { decode_next(c, f, cluster); });
+    } catch (const std::exception &) {
+    }
 }
 
 // Under c.mu: decodes up to the end of blob.
 zim::Blob blob_of(Cluster &c, const OpenFile &f, uint32_t cluster, uint32_t blob) {
     if (blob >= c.blob_count())
         no_blob(cluster, blob, c.blob_count());
+    if (c.whole && c.ready.load(std::memory_order_relaxed) <= blob)
+        on_stream(c, cluster, [&] { advance_whole(c, f, cluster, c.offsets[blob + 1]); });
     while (c.ready.load(std::memory_order_relaxed) <= blob)
         on_stream(c, cluster, [&] { decode_next(c, f, cluster); });
+    finish_costly(c, f, cluster);
     return view(c, blob);
 }
 
@@ -620,10 +917,12 @@ void stored_blob(const OpenFile &f, const Header &h, uint32_t cluster, uint32_t 
 // ---- The cache: one per file, under one byte budget for the process ----
 //
 // As libzim 9.3+ (python-libzim 3.13's get/set_cluster_cache_max_size): the
-// budget counts bytes of decoded cluster data (a cluster's whole decoded
-// size, offset table included, charged once its offset table is read, since
-// that is what it allocates), across every file's cache, least recently used
-// evicted first. Unlike libzim 9, which keeps the newest cluster even when
+// budget counts the memory of decoded clusters across every file's cache,
+// least recently used evicted first: each cluster's decoded data (as its
+// pages are touched, or as allocated), its offset table, and while it is
+// partly decoded its decoder and input buffer (a zstd cluster's stable-mode
+// decoder is ~0.3 MiB; the buffered one it replaced held an uncounted 8 MiB
+// window: 16 MiB reported while the process had grown 56). Unlike libzim 9, which keeps the newest cluster even when
 // it alone is over the budget, nothing stays cached past the budget: a read
 // holds its cluster itself (a shared_ptr), so evicting one mid-read drops
 // only the cache's reference and the memory goes when the last reader's does.
@@ -703,9 +1002,10 @@ class ClusterCache {
         std::vector<std::shared_ptr<Cluster>> dropped;  // freed after the lock
         std::lock_guard<std::mutex> lk(g_lru_mu);
         auto it = map_.find(index);
-        if (it == map_.end() || it->second->cluster != c || it->second->cost >= size)
+        if (it == map_.end() || it->second->cluster != c || it->second->cost == size)
             return;
-        g_used += size - it->second->cost;
+        // Down too: a cluster decoded to its end lets its decoder go.
+        g_used = g_used - it->second->cost + size;
         it->second->cost = size;
         evict_locked(dropped);
     }

@@ -278,3 +278,57 @@ def test_random_cluster_corruption_never_crashes(zstd_zim, tmp_path):
             assert kind in ("ok", "ArchiveError"), (trial, i, kind, _detail)
             kinds.add(kind)
     assert "ArchiveError" in kinds  # the corruptions were seen
+
+
+# ---- the budget counts what the cache holds (issue 28) --------------------------
+
+MEMORY_CHILD = r"""
+import json, os, sys
+import libzim.reader as r
+
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+r.set_cluster_cache_max_size(256 << 20)
+a = r.Archive(sys.argv[1])
+len(a.get_entry_by_path("p0").get_item().content)   # the pools' first buffers
+r.set_cluster_cache_max_size(0)
+r.set_cluster_cache_max_size(256 << 20)
+base = rss()
+for path in sys.argv[2:]:
+    len(a.get_entry_by_path(path).get_item().content)
+print(json.dumps({"grown": rss() - base, "reported": r.get_cluster_cache_current_size()}))
+"""
+
+
+@pytest.fixture(scope="module")
+def megabyte_clusters(tmp_path_factory) -> Path:
+    """Six zstd clusters of 1 MiB (16 pages of 64 KB each), as libzim writes them:
+    level-19 frames without a content size, whose buffered decoder has an 8 MiB window."""
+    out = tmp_path_factory.mktemp("mib") / "mib.zim"
+    vocab = [f"w{i}" for i in range(30000)]
+    with writer.Creator(out).config_indexing(False, "eng").config_clustersize(1 << 20) as c:
+        c.set_mainpath("p0")
+        add_required_metadata(c)
+        for i in range(96):
+            words = " ".join(random.Random(i).choices(vocab, k=10000))
+            c.add_item(TextItem(f"p{i}", f"Page {i}", f"<html><body><p>{words}</p></body></html>"))
+    return out
+
+
+@pytest.mark.parametrize("blob", [8, 14])
+def test_the_budget_counts_partly_decoded_clusters(megabyte_clusters, blob):
+    # Each cluster decoded up to one of its later pages, none to its end: what
+    # the process grew by (its resident memory) is what the cache reports,
+    # decoders included. Before, the buffered decoders' windows (up to a
+    # cluster's decoded bytes each) went uncounted: 32 MiB grown for 16 MiB
+    # reported on 16 such clusters.
+    paths = [f"p{16 * k + blob}" for k in range(6)]
+    out = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(megabyte_clusters), *paths],
+                         capture_output=True, text=True, timeout=120, **child_python())
+    assert out.returncode == 0, out.stderr
+    m = json.loads(out.stdout)
+    with Archive(megabyte_clusters) as a:  # at least the pages read
+        assert m["reported"] > sum(a.get_entry_by_path(p).get_item().size for p in paths)
+    assert m["grown"] <= m["reported"] + (2 << 20), m
