@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -10,7 +12,7 @@ from libzim import ZimError
 
 from . import opds, pages
 from .catalog import filter_books
-from .core import GET, SLOW, HTTPError, Server, SuggestMode, bytes_response, endpoint, root_of, text_response
+from .core import GET, SLOW, HTTPError, Server, bytes_response, endpoint, root_of, text_response
 from .library import Book
 
 __all__ = ["routes"]
@@ -89,13 +91,13 @@ async def search(server: Server, request: Request) -> Response:
                          "text/html; charset=utf-8")
 
 
-def _suggest_body(books: list[Book], term: str, start: int, count: int, mode: SuggestMode = "index") -> bytes:
+def _suggest_body(books: list[Book], term: str, start: int, count: int, mode: Literal["index", "titles", "auto"] = "index") -> bytes:
     """The /suggest response body, built on the worker: the event loop only sends it."""
     fulltext = any(b.archive.has_fulltext_index for b in books)
     return pages.suggest_json(_suggest(books, term, start, count, mode), term, fulltext).encode("utf-8")
 
 
-def _suggest(books: list[Book], term: str, start: int, count: int, mode: SuggestMode = "index") -> list[dict[str, str]]:
+def _suggest(books: list[Book], term: str, start: int, count: int, mode: Literal["index", "titles", "auto"] = "index") -> list[dict[str, str]]:
     per_book: list[list[dict[str, str]]] = []
     for b in books:
         try:
