@@ -644,10 +644,20 @@ bool start_whole(Cluster &c, const OpenFile &f, const Header &h, uint32_t cluste
     const uint64_t total = c.offsets.back();
     if (total > cap)
         return give_up();
-    if (!c.whole_mapped && total < cap) {
-        // Small (under kPooledFrom): decoded whole now, and only its bytes
-        // kept, in a buffer of their size (malloc's memory counts whole).
-        if (!upto(total))
+    if (cap < kPooledFrom && total < cap) {
+        // Small: decoded whole now, and only its bytes kept, in a buffer of
+        // their size (malloc's memory counts whole). A failure keeps what
+        // was decoded before it readable, as a later read's would.
+        bool done = false;
+        try {
+            done = upto(total);
+        } catch (const zim::ZimFileFormatError &ex) {
+            c.error = ex.what();  // start() publishes what came before
+            c.stream.reset();
+            account_whole(c);
+            return true;
+        }
+        if (!done)
             return give_up();
         std::shared_ptr<char> exact(new char[total], std::default_delete<char[]>());
         std::memcpy(exact.get(), c.whole.get(), (size_t)total);
@@ -736,6 +746,8 @@ void start(Cluster &c, const OpenFile &f, const Header &h, uint32_t cluster, uin
     c.blobs.reset(new std::shared_ptr<const char>[c.blob_count()]);
     c.held.fetch_add(c.offsets.capacity() * sizeof(uint64_t) + c.blob_count() * sizeof(c.blobs[0]),
                      std::memory_order_relaxed);
+    if (c.whole)
+        publish_whole(c);  // the blobs decoded with the table (a small cluster: all)
     if (c.blob_count() == 0)
         c.stream.reset();
     c.started.store(true, std::memory_order_release);
