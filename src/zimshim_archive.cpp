@@ -537,13 +537,7 @@ struct ClusterOrderIter : zs_iter {
 
 template <zim::EntryOrder O>
 zs_iter *new_range(const zim::Archive &a, zim::Archive::EntryRange<O> r, uint64_t *size) {
-    // A corrupt title listing can claim billions of entries; walking them
-    // would look like a hang.
-    if (r.size() < 0 || (uint64_t)r.size() > a.getAllEntryCount())
-        throw zim::ZimFileFormatError("entry listing claims " + std::to_string(r.size()) +
-                                      " entries, the archive has " +
-                                      std::to_string(a.getAllEntryCount()));
-    zs_iter *it = new RangeIter<O>(r);
+    zs_iter *it = new RangeIter<O>(checked_range(a, r));
     *size = it->size;
     return it;
 }

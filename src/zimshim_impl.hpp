@@ -33,6 +33,29 @@ inline uint64_t load_le(const unsigned char *p, int n) {
     return v;
 }
 
+// Appends n bytes of text at p with &, < and > as HTML character references:
+// snippets and title suggestions are HTML.
+inline void append_html_escaped(std::string &out, const char *p, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        switch (p[i]) {
+        case '&': out += "&amp;"; break;
+        case '<': out += "&lt;"; break;
+        case '>': out += "&gt;"; break;
+        default: out.push_back(p[i]);
+        }
+    }
+}
+
+// r, unless it claims more entries than the archive has: a corrupt title
+// listing can claim billions, and walking them would look like a hang.
+template <class Range> Range checked_range(const zim::Archive &a, Range r) {
+    if (r.size() < 0 || (uint64_t)r.size() > a.getAllEntryCount())
+        throw zim::ZimFileFormatError("entry listing claims " + std::to_string(r.size()) +
+                                      " entries, the archive has " +
+                                      std::to_string(a.getAllEntryCount()));
+    return r;
+}
+
 // The file an archive was opened from, opened once and kept open: libzim
 // 8.1.1 opens an archive made from a descriptor N through "/dev/fd/N", and
 // so does its search (the index databases are opened by the path

@@ -539,15 +539,7 @@ class Builder {
     }
 
     void append_escaped(std::string &out, size_t a, size_t b) const {
-        for (size_t i = a; i < b; i++) {
-            char c = buf_[i];
-            switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            default: out.push_back(c);
-            }
-        }
+        zs_impl::append_html_escaped(out, buf_.data() + a, b - a);
     }
 
     Snippeter::Impl &q_;

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -145,24 +146,13 @@ class ListingSearch {
     Header h_;
 };
 
-void append_escaped(std::string &out, const std::string &s, size_t from, size_t to) {
-    for (size_t i = from; i < to; i++) {
-        switch (s[i]) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '"': out += "&quot;"; break;
-        default: out += s[i];
-        }
-    }
-}
-
 // As Xapian's snippet of a title suggestion: HTML, the matched part in <b>.
 std::string prefix_snippet(const std::string &title, size_t matched) {
+    const size_t m = std::min(matched, title.size());
     std::string out = "<b>";
-    append_escaped(out, title, 0, std::min(matched, title.size()));
+    append_html_escaped(out, title.data(), m);
     out += "</b>";
-    append_escaped(out, title, std::min(matched, title.size()), title.size());
+    append_html_escaped(out, title.data() + m, title.size() - m);
     return out;
 }
 
@@ -178,12 +168,7 @@ TitlePrefixRow row_of(const zim::Entry &e, size_t matched) {
 using TitleRange = zim::Archive::EntryRange<zim::EntryOrder::titleOrder>;
 
 TitleRange libzim_range(const zim::Archive &a, const std::string &v) {
-    TitleRange r = a.findByTitle(v);
-    if (r.size() < 0 || (uint64_t)r.size() > a.getAllEntryCount())
-        throw zim::ZimFileFormatError("title listing: the titles starting with a prefix claim " +
-                                      std::to_string(r.size()) + " entries, the archive has " +
-                                      std::to_string(a.getAllEntryCount()));
-    return r;
+    return checked_range(a, a.findByTitle(v));
 }
 
 }  // namespace
@@ -233,14 +218,16 @@ int64_t title_prefix_count(const zim::Archive &a, const OpenFile *f, const Title
 void title_prefix_page(const zim::Archive &a, const OpenFile *f, const TitleListing &l,
                        const std::string &prefix, int start, int count, std::vector<TitlePrefixRow> *rows) {
     int64_t skip = start, want = count;
+    std::unique_ptr<ListingSearch> search;  // reads the header once, for every variant
+    if (f && l.ok)
+        search.reset(new ListingSearch(*f, l));
     for (const std::string &v : title_variants(prefix)) {
         if (want <= 0)
             break;
-        if (f && l.ok) {
-            ListingSearch search(*f, l);
-            const Span s = search.span(v);
+        if (search) {
+            const Span s = search->span(v);
             for (int64_t i = s.begin + skip; i < s.end && want > 0; i++, want--)
-                rows->push_back(row_of(a.getEntryByPath((zim::entry_index_type)search.id_at((uint32_t)i)),
+                rows->push_back(row_of(a.getEntryByPath((zim::entry_index_type)search->id_at((uint32_t)i)),
                                        v.size()));
             skip = std::max<int64_t>(0, skip - s.size());
         } else {
