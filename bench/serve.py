@@ -13,8 +13,9 @@ Workloads, each a list of URLs that wrk's Lua script cycles through (every
 connection from its own position; the URLs rotate over the books):
 
 - ``content``: 300 HTML articles per book;
-- ``search-10`` / ``search-25``: the bench queries (bench/queries/KEY.txt), an
-  HTML result page with snippets of 10 / 25 results;
+- ``search-10`` / ``search-25``: the bench queries (bench/queries/KEY.txt; for
+  tools/synthetic.py's archives bench/scale.py's mix of common, rare and phrase
+  queries), an HTML result page with snippets of 10 / 25 results;
 - ``suggest``: prefixes of those queries, 10 suggestions;
 - ``suggest+search``: suggestions from ``--mixed-suggest`` connections while 8
   other connections ask search pages (two wrk at once): the suggestions' p99;
@@ -153,10 +154,15 @@ def read_book(name: str, link: Path, source: Path) -> Book:
     qfile = HERE / "queries" / f"{name}.txt"
     if qfile.is_file():
         book.queries = [q.strip() for q in qfile.read_text().splitlines() if q.strip() and not q.startswith("#")]
+    elif name.startswith("synthetic"):  # tools/synthetic.py's: bench/scale.py's mix
+        from scale import make_plan
+
+        book.queries = [q for cls in make_plan(source, name)["queries"].values() for q in cls]
     else:  # no query list: the first word of article titles
         words = {(e.title.split() or [""])[0] for e in a.iter_by_path() if not e.is_redirect}
         book.queries = sorted(w for w in words if len(w) >= 4 and w.isalpha())[:80]
-    book.terms = sorted({q.split()[0][:n] for q in book.queries for n in (3, 5) if len(q.split()[0]) >= n})
+    firsts = [q.strip('"').split()[0] for q in book.queries]
+    book.terms = sorted({w[:n] for w in firsts for n in (3, 5) if len(w) >= n})
     return book
 
 
