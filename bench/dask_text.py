@@ -3,7 +3,7 @@
 
     python3 bench/dask_text.py [--workers 1,2,4] [--trials 3] [--baseline-trials 1]
                                [--partition-size 128] [--archives python3.11-doc,...]
-                               [--install] [--quick]
+                               [--install] [--quick] [--results STEM]
 
 The job: every HTML article (text/html, redirects excluded) of the bench
 archives (tools/corpus.py's Debian documentation archives, as bench/run.py
@@ -177,12 +177,14 @@ def run_ours(client, paths: list[str], ps: int, out: Path) -> dict:
 
     cpu0 = client.run(time.process_time)
     t0 = time.perf_counter()
-    read_archives(paths, partition_size=ps).to_parquet(out, write_index=False)
+    frame = read_archives(paths, partition_size=ps)
+    plan = time.perf_counter() - t0  # the client's planning, part of the wall time
+    frame.to_parquet(out, write_index=False)
     wall = time.perf_counter() - t0
     cpu1 = client.run(time.process_time)
     import pyarrow.parquet as pq
     rows = pq.ParquetDataset(out).read(columns=["path"]).num_rows
-    return {"wall": wall, "rows": rows, "cpu": sum(cpu1[w] - cpu0[w] for w in cpu1)}
+    return {"wall": wall, "plan": plan, "rows": rows, "cpu": sum(cpu1[w] - cpu0[w] for w in cpu1)}
 
 
 def row_keys(out: Path) -> list[tuple[str, str]]:
@@ -239,6 +241,9 @@ def summarize(records: list[dict]) -> list[dict]:
         row = {"workers": n}
         for impl in ("ours", "baseline"):
             rs = [r for r in records if r["workers"] == n and r["impl"] == impl]
+            if not rs:  # --baseline-trials 0
+                row[impl] = None
+                continue
             wall = statistics.median(r["wall"] for r in rs)
             row[impl] = {"articles": rs[0]["rows"], "trials": len(rs), "wall_s": round(wall, 3),
                          "articles_per_s": round(rs[0]["rows"] / wall, 1),
@@ -246,10 +251,14 @@ def summarize(records: list[dict]) -> list[dict]:
                              r["cpu"] for r in rs) / rs[0]["rows"], 3),
                          "load": [round(min(r["load_before"] for r in rs), 2),
                                   round(max(r["load_after"] for r in rs), 2)]}
-        row["speedup"] = round(row["ours"]["articles_per_s"] / row["baseline"]["articles_per_s"], 1)
-        # CPU per article: steadier than wall time on a shared machine.
-        row["cpu_ratio"] = round(row["baseline"]["cpu_ms_per_article"]
-                                 / row["ours"]["cpu_ms_per_article"], 1)
+            if impl == "ours":
+                row[impl]["plan_ms"] = round(1000 * statistics.median(r["plan"] for r in rs), 1)
+        row["speedup"] = row["cpu_ratio"] = None
+        if row["baseline"]:
+            row["speedup"] = round(row["ours"]["articles_per_s"] / row["baseline"]["articles_per_s"], 1)
+            # CPU per article: steadier than wall time on a shared machine.
+            row["cpu_ratio"] = round(row["baseline"]["cpu_ms_per_article"]
+                                     / row["ours"]["cpu_ms_per_article"], 1)
         rows.append(row)
     base1 = rows[0]["ours"]["articles_per_s"]
     for row in rows:
@@ -264,22 +273,28 @@ def write_report(rows: list[dict], meta: dict, md: Path) -> None:
         f"{meta['when']}; {meta['machine']}.", "",
         f"Archives: {', '.join(meta['archives'])}; {meta['articles']} HTML articles; "
         f"partitions (and baseline tasks) of {meta['partition_size']} entries.", "",
-        "| workers | ours articles/s | ours CPU ms/article | baseline articles/s | "
-        "baseline CPU ms/article | ours / baseline (wall) | (CPU) | ours vs 1 worker | "
-        "load (min-max) |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| workers | ours articles/s | ours CPU ms/article | ours planning ms | "
+        "baseline articles/s | baseline CPU ms/article | ours / baseline (wall) | (CPU) | "
+        "ours vs 1 worker | load (min-max) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
+    dash = "—"
     for r in rows:
-        o, b = r["ours"], r["baseline"]
+        o, b = r["ours"], r["baseline"] or {}
         lines.append(f"| {r['workers']} | {o['articles_per_s']:,.0f} | {o['cpu_ms_per_article']} | "
-                     f"{b['articles_per_s']:,.1f} | {b['cpu_ms_per_article']} | "
-                     f"{r['speedup']}x | {r['cpu_ratio']}x | {o['vs_first']}x | "
-                     f"{o['load'][0]}-{max(o['load'][1], b['load'][1])} |")
+                     f"{o['plan_ms']:,} | "
+                     f"{format(b['articles_per_s'], ',.1f') if b else dash} | "
+                     f"{b.get('cpu_ms_per_article', dash)} | "
+                     f"{str(r['speedup']) + 'x' if b else dash} | "
+                     f"{str(r['cpu_ratio']) + 'x' if b else dash} | {o['vs_first']}x | "
+                     f"{o['load'][0]}-{max(o['load'][1], b.get('load', [0, 0])[1])} |")
     lines += ["", "ours: `libzim.dask.read_archives(paths).to_parquet(dir)` on a LocalCluster "
               "of N processes, 1 thread each; baseline: python-libzim 3.13.1 + BeautifulSoup "
               "(lxml parser) in a ProcessPoolExecutor(N), one Parquet file per task. Medians of "
-              f"{rows[0]['ours']['trials']} (ours) and {rows[0]['baseline']['trials']} "
-              "(baseline) interleaved trials; the machine has "
+              f"{rows[0]['ours']['trials']} (ours) and "
+              f"{rows[0]['baseline']['trials'] if rows[0]['baseline'] else 0} "
+              "(baseline) interleaved trials; planning is `read_archives()` itself on the "
+              "client (inside the wall time); the machine has "
               f"{os.cpu_count()} cores, shared with other jobs (load is the 1-minute average "
               "before and after the trials)."]
     md.write_text("\n".join(lines) + "\n")
@@ -291,7 +306,9 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=3)
     ap.add_argument("--baseline-trials", type=int, default=2)
     ap.add_argument("--partition-size", type=int, default=128)
-    ap.add_argument("--archives", default=None)
+    ap.add_argument("--archives", default=None,
+                    help="comma-separated tools/corpus.py keys or archive files")
+    ap.add_argument("--results", help="results file stem under bench/results (default dask_text)")
     ap.add_argument("--install", action="store_true", help="apt-get install missing doc packages")
     ap.add_argument("--quick", action="store_true",
                     help="python3.11-doc only, workers 1,2, one trial each: shows it works")
@@ -315,7 +332,9 @@ def main() -> None:
     args.workers = [int(w) for w in args.workers.split(",")]
     keys = args.archives.split(",") if args.archives else [
         k for k in DEFAULT_ARCHIVES if k != "linux-doc" or args.install or corpus.package_version(k)]
-    paths = [str(corpus.ensure_debian_doc_zim(k, install=args.install)) for k in keys]
+    # A key that names a file is that archive (tools/synthetic.py's, for example).
+    paths = [k if os.path.isfile(k) else str(corpus.ensure_debian_doc_zim(k, install=args.install))
+             for k in keys]
     env = peer_python()
     records = measure(args, paths, env)
     rows = summarize(records)
@@ -328,12 +347,12 @@ def main() -> None:
         "archives": [Path(p).name for p in paths], "articles": rows[0]["ours"]["articles"],
         "partition_size": args.partition_size,
     }
-    suffix = "_quick" if args.quick else ""
+    stem = args.results or ("dask_text_quick" if args.quick else "dask_text")
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"dask_text{suffix}.json").write_text(
+    (RESULTS / f"{stem}.json").write_text(
         json.dumps({"meta": meta, "summary": rows, "trials": records}, indent=1) + "\n")
-    write_report(rows, meta, RESULTS / f"dask_text{suffix}.md")
-    print((RESULTS / f"dask_text{suffix}.md").read_text())
+    write_report(rows, meta, RESULTS / f"{stem}.md")
+    print((RESULTS / f"{stem}.md").read_text())
 
 
 if __name__ == "__main__":
