@@ -84,6 +84,7 @@ REDIRECTS_PER_ARTICLE = 2 / 3  # 40% of all entries
 ILLUSTRATION_EVERY = 20
 MEDIAN_WORDS, SIGMA, MAX_WORDS = 400, 1.1, 60_000
 STUB_MEDIAN_WORDS = 8
+ZSTD_LEVEL_ENV = "LIBZIM_C_ZSTD_LEVEL"  # read by tools/zstd_level.c
 
 _WORD = re.compile(r"[a-z]{2,}")
 
@@ -336,9 +337,6 @@ def zstd_level_in_effect() -> int | None:
     return int(level) if level and preloaded else None
 
 
-ZSTD_LEVEL_ENV = "LIBZIM_C_ZSTD_LEVEL"
-
-
 def reexec_with_zstd_level(level: int) -> None:
     """Run this command again with tools/zstd_level.c preloaded (compiled once)."""
     import subprocess
@@ -401,6 +399,7 @@ def build_synthetic_zim(out: str | os.PathLike[str], articles: int, seed: int = 
     for left in (tmp, *out.parent.glob(out.name + ".tmp_*.idx.tmp")):  # an interrupted build's
         shutil.rmtree(left) if left.is_dir() else left.unlink(missing_ok=True)
     front = {Hint.FRONT_ARTICLE: True}
+    level = zstd_level_in_effect()
     with Creator(tmp).config_indexing(not title_only, "eng").config_nbworkers(workers) as c:
         c.set_mainpath(path_of(gen.titles[0]))
         c.add_illustration(48, png(48, seed))
@@ -408,8 +407,7 @@ def build_synthetic_zim(out: str | os.PathLike[str], articles: int, seed: int = 
                             ("Creator", "libzim-c"), ("Publisher", "libzim-c"),
                             ("Name", f"libzim-c_synthetic_{articles}"), ("Date", "2026-01-01"),
                             ("Description", f"Synthetic Wikipedia-like archive, seed {seed}"
-                             + ("" if zstd_level_in_effect() is None
-                                else f", clusters at zstd level {zstd_level_in_effect()}")),
+                             + ("" if level is None else f", clusters at zstd level {level}")),
                             ("Source", gen.vocab.source)):
             c.add_metadata(name, value)
         for i, title in enumerate(gen.titles):
