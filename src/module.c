@@ -235,6 +235,12 @@ static PyObject *title_probes(PyObject *m, PyObject *noargs) {
     return PyLong_FromUnsignedLongLong(zs_title_probes());
 }
 
+static PyObject *estimate_runs(PyObject *m, PyObject *noargs) {
+    (void)m;
+    (void)noargs;
+    return PyLong_FromUnsignedLongLong(zs_estimate_runs());
+}
+
 static PyMethodDef module_methods[] = {
     {"_versions", versions, METH_NOARGS, "[(library, version), ...] as libzim reports them."},
     {"get_cluster_cache_max_size", get_cluster_cache_max_size, METH_NOARGS,
@@ -288,6 +294,9 @@ static PyMethodDef module_methods[] = {
     {"_title_probes", title_probes, METH_NOARGS,
      "Testing only: titles read so far by type-ahead binary searches\n"
      "(SuggestionSearcher.suggest(mode='titles')), over the process."},
+    {"_estimate_runs", estimate_runs, METH_NOARGS,
+     "Testing only: estimates counted by libzim so far, over the process\n"
+     "(the others came from a searcher's cache of them)."},
     {"_fault_inject", fault_inject, METH_O,
      "Testing only: make the N-th following native call fail. Returns the previous N."},
     {"_test_delay", test_delay, METH_O,

@@ -251,6 +251,9 @@ typedef enum { ZS_SUGGEST_INDEX = 0, ZS_SUGGEST_TITLES = 1, ZS_SUGGEST_AUTO = 2 
 /* Titles read by type-ahead binary searches in this process (a test hook:
  * the work is O(log entries) per search). */
 uint64_t zs_title_probes(void);
+/* Estimates counted by libzim (not served from a searcher's cache of them) in
+ * this process: a test hook. */
+uint64_t zs_estimate_runs(void);
 
 typedef struct {
     zs_str path, title, snippet;

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -15,7 +17,7 @@ import libzim
 from libzim.reader import Archive, Entry
 from libzim.search import Query, Search, Searcher, SearchResult, SearchResultSet
 from libzim.suggestion import SuggestionSearcher
-from conftest import per_libzim, run_threads
+from conftest import child_python, per_libzim, run_threads
 from libzim import _libzim
 from search_fixtures import *  # noqa: F401,F403
 from search_fixtures import (
@@ -193,6 +195,51 @@ def test_estimated_matches_at_least_results(searcher_a, pydoc_zim):
             search = searcher.search(q)
             n = len(search.get_results(0, 500, include_snippets=False))
             assert search.get_estimated_matches() >= n
+
+
+def test_estimates_are_counted_once_per_query(zim_a, zim_b):
+    """A searcher keeps the estimate of each query it counted (libzim counts it with
+    a matcher run of its own, the cost of a page again): asked again, by another
+    Search of the same text or for another page, it is the same figure, not recounted."""
+    s = Searcher(zim_a)
+    words = ["chronicle", "plonkvar", "wumpkit"]
+    runs = _libzim._estimate_runs()
+    first = {w: s.search(w).get_estimated_matches() for w in words}
+    assert _libzim._estimate_runs() - runs == len(words)
+    for w in words:  # single words: the fixture's own count, exactly
+        assert first[w] == len(pages_with(PAGES_A, w)), w
+    runs = _libzim._estimate_runs()
+    again = {w: s.search(Query().set_query(w)).get_estimated_matches() for w in words}
+    assert again == first
+    assert _libzim._estimate_runs() == runs
+    # Another text, or the same text over a geo range, is another query.
+    s.search("plonkvar chronicle").get_estimated_matches()
+    s.search(Query().set_query("plonkvar").set_georange(*GEO_A[12], 1000.0)).get_estimated_matches()
+    assert _libzim._estimate_runs() - runs == 2
+    # Adding an archive counts again, over both (a Search made before included).
+    before = s.search("plonkvar")
+    s.add_archive(zim_b)
+    runs = _libzim._estimate_runs()
+    both = len(pages_with(PAGES_A, "plonkvar")) + len(pages_with(PAGES_B, "plonkvar"))
+    assert before.get_estimated_matches() == both
+    assert s.search("plonkvar").get_estimated_matches() == both
+    assert _libzim._estimate_runs() - runs == 1
+
+
+def test_estimate_cache_can_be_turned_off(zim_a_path):
+    """LIBZIM_C_ESTIMATE_CACHE=0: every estimate is libzim's count, as python-libzim's."""
+    code = (
+        "import sys\n"
+        "from libzim import _libzim\n"
+        "from libzim.reader import Archive\n"
+        "from libzim.search import Searcher\n"
+        "s = Searcher(Archive(sys.argv[1]))\n"
+        "n = [s.search('plonkvar').get_estimated_matches() for _ in range(3)]\n"
+        "print(n[0], len(set(n)), _libzim._estimate_runs())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(zim_a_path)], capture_output=True, text=True,
+                         timeout=120, check=True, **child_python(LIBZIM_C_ESTIMATE_CACHE="0")).stdout.split()
+    assert out == [str(len(pages_with(PAGES_A, "plonkvar"))), "1", "3"]
 
 
 def test_pydoc_archive_finds_the_obvious_pages(pydoc_zim):
