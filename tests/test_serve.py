@@ -250,9 +250,9 @@ def test_large_content_streamed(client):
 
 
 def test_priority_pool_runs_quick_jobs_first():
-    # One worker, held by a first job; then two search-like jobs and a suggestion-like
-    # one queue: the free worker takes the quick one first, then the others in order.
-    pool = PriorityPool(1, "test-pool")
+    # One worker (no quick lane), held by a first job; then two search-like jobs and a
+    # suggestion-like one queue: the free worker takes the quick one first, then the others.
+    pool = PriorityPool(1, "test-pool", quick_lanes=0)
     started, release = threading.Event(), threading.Event()
     order: list[str] = []
 
@@ -278,8 +278,35 @@ def test_priority_pool_runs_quick_jobs_first():
         pool.shutdown()
 
 
+def test_priority_pool_quick_lane_runs_quick_jobs_while_workers_are_busy():
+    # The only worker held by a search-like job: a suggestion-like job still runs, on the
+    # quick lane, while a second search-like job waits for the worker (never the lane).
+    pool = PriorityPool(1, "test-pool", quick_lanes=1)
+    started, release = threading.Event(), threading.Event()
+    names: dict[str, str] = {}
+
+    def record(name: str) -> str:
+        names[name] = threading.current_thread().name
+        return name
+
+    try:
+        first = pool.submit(SLOW, lambda: started.set() or release.wait(60))
+        assert started.wait(60)
+        slow = pool.submit(SLOW, lambda: record("slow"))
+        quick = [pool.submit(QUICK, lambda i=i: record(f"quick{i}")) for i in range(3)]
+        assert [f.result(60) for f in quick] == ["quick0", "quick1", "quick2"]
+        assert not slow.done() and not first.done()
+        release.set()
+        assert first.result(60) is True and slow.result(60) == "slow"
+        assert all(names[f"quick{i}"].startswith("test-pool-quick") for i in range(3))
+        assert not names["slow"].startswith("test-pool-quick")
+    finally:
+        release.set()
+        pool.shutdown()
+
+
 def test_priority_pool_shutdown_cancels_waiting_jobs():
-    pool = PriorityPool(1, "test-pool")
+    pool = PriorityPool(1, "test-pool", quick_lanes=0)
     started, release = threading.Event(), threading.Event()
     first = pool.submit(SLOW, lambda: started.set() or release.wait(60))
     assert started.wait(60)

@@ -166,7 +166,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     shown = f"[{host}]" if ":" in host else (host or "*")
     parser = "h11" if "H11" in str(getattr(http, "__name__", http)).upper() else "httptools"
     sys.stderr.write(f"{PROG}: serving {len(library.books)} book(s) ({names}) on http://{shown}:{port}"
-                     f"{app.state.root}/ with {threads} worker threads, a {get_cluster_cache_max_size() >> 20} MiB "
+                     f"{app.state.root}/ with {threads} worker threads (+1 for quick requests), a {get_cluster_cache_max_size() >> 20} MiB "
                      f"cluster cache, {parser} on {loop}\n")
     sys.stderr.flush()
     config = uvicorn.Config(
@@ -217,7 +217,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     k.add_argument("-p", "--port", type=int, default=None,
                    help=f"port (default {DEFAULT_PORT}: kiwix-serve's is 80)")
     k.add_argument("-t", "--threads", type=int, default=None,
-                   help="worker threads for libzim's work (default 2 x CPUs, at most 32)")
+                   help="worker threads for libzim's work (default 2 x CPUs, at most 32), and one more for suggestions and content only")
     k.add_argument("-l", "--library", action="store_true",
                    help="the PATHs are kiwix-manage library XML files (several merge; ';' separates too)")
     k.add_argument("-M", "--monitorLibrary", action="store_true",
