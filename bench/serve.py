@@ -192,9 +192,10 @@ def urls(server: str, kind: str, books: list[Book]) -> list[str]:
 class Servers:
     """Both servers, restarted when one dies, with a PSS sampler over them."""
 
-    def __init__(self, archives: list[Path], threads: int, log: Path) -> None:
+    def __init__(self, archives: list[Path], threads: int, log: Path, zim_args: list[str] | None = None) -> None:
         self.archives = archives
         self.threads = threads
+        self.zim_args = zim_args or []
         self.log = log
         self.procs: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
         self.peak: dict[str, int] = {s: 0 for s in SERVERS}  # KiB, over the whole benchmark
@@ -209,7 +210,7 @@ class Servers:
                    *map(str, self.archives)]
         else:
             cmd = [sys.executable, "-m", "libzim", "serve", "--address", "127.0.0.1", "--port", str(port),
-                   "--threads", str(self.threads), "--no-access-log", *map(str, self.archives)]
+                   "--threads", str(self.threads), "--no-access-log", *self.zim_args, *map(str, self.archives)]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
         with self.log.open("ab") as log:
             proc = subprocess.Popen(cmd, stdout=log, stderr=log, env=env)
@@ -403,7 +404,7 @@ def report(runs: list[dict[str, object]], meta: dict[str, object], peak: dict[st
         "# zim serve against kiwix-serve",
         "",
         f"`{meta['command']}`; {meta['kiwix']}; archives {', '.join(f'`{a}`' for a in meta['archives'])}; "  # type: ignore[union-attr]
-        f"both servers with {meta['threads']} worker threads; {meta['cpus']} CPUs shared with other work. "
+        f"both servers with {meta['threads']} worker threads (zim serve: and its lane for quick requests); {meta['cpus']} CPUs shared with other work. "
         f"wrk: 1 thread, {meta['duration_s']} s runs after a {meta['warmup_s']} s warm-up, {meta['trials']} "
         "trial(s), server order alternating; requests/s: median over the runs without error (min-max); "
         "p50/p99 ms, CPU ms per request (the server process's utime+stime) and load (1-minute load "
@@ -557,6 +558,8 @@ def main() -> int:
     p.add_argument("--soak", type=float, default=60.0,
                    help=f"seconds of {SOAK_CLIENTS} suggestion connections per server, 0 to skip (default 60)")
     p.add_argument("--threads", type=int, default=2, help="worker threads of both servers (default 2)")
+    p.add_argument("--zim-arg", action="append", default=[], metavar="ARG",
+                   help="one more argument for zim serve, e.g. --zim-arg=--suggest-mode=auto (repeatable)")
     p.add_argument("--quick", action="store_true",
                    help="1 trial of 2 s runs, 1 and 8 clients, pageLength 10, a 5 s soak: checks the harness")
     p.add_argument("--out", default=str(HERE / "results" / "serve"), help="output path without suffix")
@@ -590,7 +593,7 @@ def main() -> int:
             link.symlink_to(src.resolve())
             links.append(link)
             books.append(read_book(name, link, src))
-        with Servers(links, args.threads, work / "servers.log") as servers:
+        with Servers(links, args.threads, work / "servers.log", args.zim_arg) as servers:
             bench = Bench(servers, books, work, args)
             bench.matrix()
             peak = dict(servers.peak)
@@ -602,7 +605,7 @@ def main() -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     command = "python bench/serve.py" + (" --quick" if args.quick else "") + "".join(
-        f" --archive {s.name}" for s in sources if args.archive)
+        f" --archive {s.name}" for s in sources if args.archive) + "".join(f" --zim-arg={a}" for a in args.zim_arg)
     meta = {"command": command, "archives": [s.name for s in sources], "kiwix": kiwix_version,
             "threads": args.threads, "clients": args.clients, "page_lengths": args.page_lengths,
             "duration_s": args.duration, "warmup_s": args.warmup, "trials": args.trials, "soak_s": args.soak,
