@@ -10,9 +10,8 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <cstring>
-#include <deque>
 #include <cstdlib>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -559,9 +558,15 @@ extern "C" int zs_search_estimate(zs_searcher *s, const zs_query *q, int64_t *ou
             return 0;
         }
         const std::string key = estimate_key(q);
-        Lease lease(s);
-        if (s->estimates.find(key, lease.gen(), out))
+        uint64_t gen;
+        {
+            std::lock_guard<std::mutex> lk(s->mu);
+            gen = s->gen;
+        }
+        // A kept estimate needs no native searcher: it must not wait for one.
+        if (s->estimates.find(key, gen, out))
             return 0;
+        Lease lease(s);
         g_estimate_runs++;
         if (s->kind == ZS_FULLTEXT)
             *out = lease.search(q).getEstimatedMatches();
