@@ -1,6 +1,6 @@
 """Mount the ZIM server in a FastAPI app.
 
-    pip install 'libzim-c[serve]' fastapi
+    pip install -e '.[serve]' fastapi   # in a clone's venv (tools/bootstrap.sh makes .venv)
     python examples/serve_fastapi.py ARCHIVE.zim... [--port 8000]
 
 Your API stays yours (/api/books here, with FastAPI's docs at /docs); the archives

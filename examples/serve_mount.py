@@ -1,6 +1,6 @@
 """Mount the ZIM server in your own Starlette app (FastAPI works the same: app.mount(...)).
 
-    pip install 'libzim-c[serve]'
+    pip install -e '.[serve]'   # in a clone (tools/bootstrap.sh does it in .venv)
     python examples/serve_mount.py ARCHIVE.zim... [--port 8000]
 
 Your routes stay yours (/ and /health here); the archives are served under /zim/

@@ -1,6 +1,6 @@
 """Serve the ZIM server from a WSGI application, through a2wsgi (ASGI to WSGI).
 
-    pip install 'libzim-c[serve]' a2wsgi
+    pip install -e '.[serve]' a2wsgi   # in a clone's venv (tools/bootstrap.sh makes .venv)
     python examples/serve_wsgi.py ARCHIVE.zim... [--port 8000]   # wsgiref, for a try
     gunicorn --threads 8 'serve_wsgi:from_env()'                  # ZIM_ARCHIVES=a.zim:b.zim
 

@@ -394,8 +394,14 @@ def test_check_json_small():
 
     report = zim_json("check", SMALL)
     assert report["ok"] is True
-    assert [c["name"] for c in report["checks"]] == [*INTEGRITY_CHECKS, "check()"]
+    # Issue 39: the structural checks, then the checksum once, last.
+    assert [c["name"] for c in report["checks"]] == [*(n for n in INTEGRITY_CHECKS if n != "checksum"), "checksum"]
+    assert len(report["checks"]) == len(INTEGRITY_CHECKS) == 6
     assert all(c["ok"] for c in report["checks"])
+    assert report["checks"][-1]["message"] == f"checksum {Archive(SMALL).checksum} matches"
+    text = zim("check", SMALL).stdout.decode().splitlines()
+    assert text[0].endswith("(5 integrity checks, then the checksum)")
+    assert text[-2].split()[0] == "checksum" and text[-1] == "All 6 checks passed."
 
 
 def test_check_bad_checksum_fails():
@@ -406,7 +412,7 @@ def test_check_bad_checksum_fails():
     report = json.loads(proc.stdout)
     by_name = {c["name"]: c for c in report["checks"]}
     assert report["ok"] is False
-    assert {n for n, c in by_name.items() if not c["ok"]} == {"checksum", "check()"}
+    assert {n for n, c in by_name.items() if not c["ok"]} == {"checksum"}
     assert by_name["checksum"]["message"] == "Checksum doesn't match"
     text = zim("check", path)
     assert text.returncode == 1 and "FAILED" in text.stdout.decode() and text.stderr == ""
@@ -425,11 +431,11 @@ def test_check_bad_mimetype_fails():
     assert expected_failed == per_libzim(
         libzim8={"checksum", "dirent_mimetypes"}, libzim9={"checksum"}
     )
-    assert {n for n, c in by_name.items() if not c["ok"] and n != "check()"} == expected_failed
+    assert {n for n, c in by_name.items() if not c["ok"]} == expected_failed
     assert by_name["checksum"]["message"] == "Checksum doesn't match"
     if "dirent_mimetypes" in expected_failed:
         assert "MIME" in by_name["dirent_mimetypes"]["message"]
-    assert by_name["check()"]["ok"] is Archive(BAD_MIMETYPE).check() is False
+    assert Archive(BAD_MIMETYPE).check() is False
     # Text mode: exit 1, failures named, libzim's own prints not leaked as extra stderr lines.
     text = zim("check", BAD_MIMETYPE)
     assert text.returncode == 1
@@ -826,3 +832,25 @@ def test_hammer_measures_thread_cpu_time():
     assert stats.cpu_per_call == stats.cpu / 200
     assert set(stats.as_dict()) >= {"cpu_seconds", "cpu_ms_per_search"}
     assert f"CPU {stats.cpu_per_call * 1000:.2f} ms per search" in stats.line()
+
+
+@pytest.mark.parametrize("query", ["", "   "])
+def test_suggest_refuses_an_empty_query_as_search_does(query):
+    # Issue 39: zim suggest ARCHIVE "" exited 0 where zim search refuses it.
+    for command in ("suggest", "search"):
+        proc = zim(command, SMALL, query)
+        assert proc.returncode == 2, (command, proc.stderr)
+        assert proc.stderr == "zim: error: empty query\n", (command, proc.stderr)
+
+
+@pytest.mark.parametrize("command", ["search", "suggest"])
+def test_swapped_arguments_are_named_as_such(command, tmp_path):
+    # Issue 39: `zim search QUERY ARCHIVE` said only "cannot open: No such file or directory".
+    proc = zim(command, "python", SMALL)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"zim: error: python: no such archive; the archive comes first: zim {command} ARCHIVE QUERY "
+                           f"({str(SMALL)!r} is a file: were the two swapped?)\n")
+    # A missing archive with a query that is no file either: libzim's own words, naming the file.
+    missing = tmp_path / "missing.zim"
+    proc = zim(command, missing, "python")
+    assert proc.returncode == 1 and proc.stderr == f"zim: error: {missing}: cannot open: No such file or directory\n"

@@ -83,8 +83,10 @@ def test_combined_path_names_every_package_version(tmp_path: Path, monkeypatch: 
     versions = {"rust-doc": "1.63.0+dfsg1-2", "openjdk-17-doc": "17.0.21~deb12u1"}
     monkeypatch.setattr(corpus, "package_version", versions.get)
     path = corpus.combined_doc_zim_path("rustjava", cache_dir=tmp_path)
-    assert path.parent == tmp_path
-    assert path.name == "rustjava__rust-doc_1.63.0+dfsg1-2+openjdk-17-doc_17.0.21_deb12u1__f2.zim"
+    # Issue 39: the key names the folder; the file keeps the short name books are served by.
+    assert path.parent.parent == tmp_path
+    assert path.parent.name == "rustjava__rust-doc_1.63.0+dfsg1-2+openjdk-17-doc_17.0.21_deb12u1__f2"
+    assert path.name == "rustjava.zim"
     versions["rust-doc"] = "1.64.0-1"  # an upgrade rebuilds
     assert corpus.combined_doc_zim_path("rustjava", cache_dir=tmp_path) != path
     monkeypatch.setattr(corpus, "package_version", lambda p: None)
@@ -175,8 +177,20 @@ def test_doc_archive_build_is_announced_once(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setattr(corpus, "debian_doc_html_dir", lambda p: (tree, p))
     said: list[str] = []
     out = corpus.ensure_debian_doc_zim("some-doc", tmp_path / "cache", announce=said.append)
-    assert out == tmp_path / "cache" / f"some-doc__some-doc_1.0-1__f{corpus._BUILD_FORMAT}.zim" and out.is_file()
+    assert out == tmp_path / "cache" / f"some-doc__some-doc_1.0-1__f{corpus._BUILD_FORMAT}" / "some-doc.zim"
+    assert out.is_file()
     assert said == [f"building {out} from {tree} with zimwriterfs, once (about a minute on 2 idle cores, "
                     "a few on a busy machine; the full-text index is most of it)"]
     assert corpus.ensure_debian_doc_zim("some-doc", tmp_path / "cache", announce=said.append) == out
     assert len(said) == 1  # cached: nothing long to announce
+
+
+def test_an_archive_cached_under_the_old_flat_name_is_moved_into_its_folder(tmp_path, monkeypatch):
+    # Issue 39: caches made before the short names are reused, not rebuilt.
+    monkeypatch.setattr(corpus, "package_version", lambda p: "1.0-1")
+    monkeypatch.setattr(corpus, "debian_doc_html_dir", lambda p: (tmp_path / "nowhere", p))
+    key = f"some-doc__some-doc_1.0-1__f{corpus._BUILD_FORMAT}"
+    (tmp_path / f"{key}.zim").write_bytes(b"ZIM bytes")
+    out = corpus.ensure_debian_doc_zim("some-doc", tmp_path)
+    assert out == tmp_path / key / "some-doc.zim"
+    assert out.read_bytes() == b"ZIM bytes" and not (tmp_path / f"{key}.zim").exists()

@@ -307,3 +307,23 @@ def test_catch_external_bad_requests(client):
     assert client.get("/catch/external?source=").status_code == 404
     assert client.get("/catch/external", params={"source": "https://x.org/" + "a" * 5000}).status_code == 400
     assert client.get("/catch/other").status_code == 404
+
+
+def test_favicon_is_the_one_books_illustration_else_a_small_default(reader_path, client):
+    # Issue 39: every page made the browser fetch /favicon.ico, which was a 404.
+    png = write_png(reader_path.parent / "again.png").read_bytes()  # the fixture's illustration
+    with TestClient(create_app([reader_path], threads=1)) as one:
+        r = one.get("/favicon.ico")
+        assert r.status_code == 200 and r.headers["content-type"] == "image/png"
+        assert r.content == png
+        etag = r.headers["etag"]
+        assert one.get("/favicon.ico", headers={"If-None-Match": etag}).status_code == 304
+    r = client.get("/favicon.ico")  # two books: the default
+    assert r.status_code == 200 and r.headers["content-type"] == "image/png"
+    assert r.content.startswith(b"\x89PNG\r\n\x1a\n") and r.content != png
+    assert r.content[16:24] == (32).to_bytes(4, "big") * 2  # IHDR: 32 x 32
+    # The pages link it under the root, where a root-prefixed server serves it.
+    with TestClient(create_app([reader_path], threads=1, root="/wiki")) as rooted:
+        assert '<link rel="icon" href="/wiki/favicon.ico">' in rooted.get("/wiki/").text
+        assert '<link rel="icon" href="/wiki/favicon.ico">' in rooted.get("/wiki/viewer").text
+        assert rooted.get("/wiki/favicon.ico").content == png

@@ -69,6 +69,11 @@ def test_docs_sh_site_dir_argument(tmp_path):
 def run_test_sh(tmp_path: Path, *args: str, **env: str) -> tuple[subprocess.CompletedProcess, str]:
     root, base_env = copy_scripts(tmp_path, "test.sh")
     (root / "tools" / "bootstrap.sh").write_text("exit 0\n")
+    # The reference python-libzim's venv, there already (the stand-in answers every check).
+    oracle = tmp_path / "oracle"
+    (oracle / "bin").mkdir(parents=True)
+    shutil.copy(base_env["PYTHON"], oracle / "bin" / "python")
+    base_env["LIBZIM_C_ORACLE_VENV"] = str(oracle)
     # Whatever the run of this suite was asked (CI sets LIBZIM_C_WHEEL=1), only ``env`` counts here.
     base_env = {k: v for k, v in base_env.items() if k not in ("LIBZIM_C_WHEEL", "LIBZIM_C_SKIP_INSTALLED")}
     proc = subprocess.run(["bash", "tools/test.sh", *args], cwd=root, env={**base_env, **env},
@@ -99,9 +104,71 @@ def test_test_sh_skip_installed_still_turns_the_wheel_stage_off(tmp_path):
     assert "-m build" not in calls
 
 
-def test_ci_runs_the_wheel_stage():
-    ci = (REPO_ROOT / ".ci" / "run").read_text().splitlines()
-    assert "LIBZIM_C_WHEEL=1 bash tools/bare_clone.sh" in ci
+def test_ci_runs_the_readme_commands_on_stock_debian_with_the_wheel_stage():
+    ci = (REPO_ROOT / ".ci" / "run").read_text()
+    assert "bash tools/stock_debian.sh bookworm --wheel" in ci
+    assert "bash tools/stock_debian.sh trixie --root --shared" in ci
+
+
+# -- tools/bootstrap.sh and the README's commands (issue 39) --------------------------
+
+# A stand-in for the system python3 and the venv's python: logs which one ran what.
+LOGGING_PYTHON = r"""#!/bin/sh
+echo "$0 $*" >> "$FAKE_LOG"
+if [ "$1 $2" = "-m venv" ]; then mkdir -p "$3/bin" && cp "$0" "$3/bin/python"; exit 0; fi
+if [ "$1 $2" = "-c import pip" ]; then case "$0" in */.venv/bin/python) [ -e "$0.ready" ] && exit 0; exit 1;; esac; fi
+exit 0
+"""
+
+
+def test_bootstrap_makes_the_clones_venv_and_installs_only_into_it(tmp_path):
+    root = tmp_path / "checkout"
+    (root / "tools").mkdir(parents=True)
+    for name in ("steps.sh", "bootstrap.sh"):
+        shutil.copy(REPO_ROOT / "tools" / name, root / "tools" / name)
+    system = tmp_path / "system-python3"
+    system.write_text(LOGGING_PYTHON)
+    system.chmod(0o755)
+    log = tmp_path / "calls.log"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHON", "LIBZIM_C_VENV")}
+    env |= {"LIBZIM_C_BASE_PYTHON": str(system), "FAKE_LOG": str(log)}
+    proc = subprocess.run(["bash", "tools/bootstrap.sh"], cwd=root, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    calls = log.read_text().splitlines()
+    venv_py = f"{root}/.venv/bin/python"
+    # The system interpreter makes the venv and does nothing else.
+    assert [c for c in calls if c.startswith(str(system))] == [f"{system} -m venv {root}/.venv"]
+    assert f"{venv_py} -m pip install -q --disable-pip-version-check --no-build-isolation -e .[serve]" in calls
+    assert "bootstrap: ready: .venv/bin/zim --help, or . .venv/bin/activate for python and zim" in proc.stderr
+    # A second run finds the venv and makes no other.
+    (root / ".venv" / "bin" / "python.ready").touch()
+    log.write_text("")
+    proc = subprocess.run(["bash", "tools/bootstrap.sh"], cwd=root, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert not [c for c in log.read_text().splitlines() if c.startswith(str(system)) or " -m venv " in c]
+    assert "virtual environment: .venv (" in proc.stderr and "exists already" in proc.stderr
+
+
+def test_readme_commands_are_read_from_the_readme():
+    proc = subprocess.run(["python3", str(REPO_ROOT / "tools" / "readme_commands.py")], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    demo, test = proc.stdout.splitlines()
+    assert demo == "bash tools/bootstrap.sh && .venv/bin/zim demo --threads 2"
+    assert test == "bash tools/test.sh"
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert f"\n    {demo}\n" in readme and f"\n    {test}\n" in readme
+
+
+def test_readme_commands_refuses_a_section_without_exactly_two(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("readme_commands", REPO_ROOT / "tools" / "readme_commands.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    text = "# X\n\n## Two commands for a fresh machine (any)\n\nrun:\n\n    one\n\ntext\n\n    two\n\n    three\n## Next\n\n    four\n"
+    assert mod.commands(text) == ["one", "two", "three"]
+    assert mod.commands(text.replace("    three\n", "")) == ["one", "two"]
 
 
 def test_site_folder_is_ignored_by_git():

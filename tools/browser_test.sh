@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 STEP_PREFIX=browser_test
 . tools/steps.sh
-PY=${PYTHON:-python3}
+need_venv
 sudo_() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 step_start "chromium and chromium-driver"

@@ -380,6 +380,22 @@ def _installed_version(package: str, install: bool) -> str:
     return version
 
 
+def _cached_zim(cache: Path, key: str, stem: str) -> Path:
+    """Where a built archive is cached: ``CACHE/KEY/STEM.zim``.
+
+    The key (package, version, build format) names the folder, so the file keeps a
+    short, readable name: zim serve and zim mcp take a book's name from its file
+    name (``python3-doc``, not ``python3-doc__python3-doc_3.11.2-1__f2``). A file
+    cached under the older flat name ``CACHE/KEY.zim`` is moved into place.
+    """
+    out = cache / key / f"{stem}.zim"
+    old = cache / f"{key}.zim"
+    if not out.exists() and old.is_file():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(old, out)
+    return out
+
+
 def ensure_debian_doc_zim(
     package: str,
     cache_dir: str | os.PathLike[str] | None = None,
@@ -400,7 +416,7 @@ def ensure_debian_doc_zim(
     owner_version = package_version(owner) or version
     cache = Path(cache_dir) if cache_dir is not None else DEFAULT_CACHE_DIR
     safe_version = re.sub(r"[^A-Za-z0-9.+-]+", "_", f"{owner}_{owner_version}")
-    out = cache / f"{package}__{safe_version}__f{_BUILD_FORMAT}.zim"
+    out = _cached_zim(cache, f"{package}__{safe_version}__f{_BUILD_FORMAT}", package)
     if out.is_file() and out.stat().st_size > 0:
         return out
 
@@ -511,7 +527,7 @@ def combined_doc_zim_path(name: str, packages=None, cache_dir=None) -> Path:
         versions.append(f"{pkg}_{version}")
     cache = Path(cache_dir) if cache_dir is not None else DEFAULT_CACHE_DIR
     safe = re.sub(r"[^A-Za-z0-9.+-]+", "_", "+".join(versions))
-    return cache / f"{name}__{safe}__f{_BUILD_FORMAT}.zim"
+    return _cached_zim(cache, f"{name}__{safe}__f{_BUILD_FORMAT}", name)
 
 
 def _write_main_page(tree: Path, title: str, parts) -> None:

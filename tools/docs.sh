@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 STEP_PREFIX=docs.sh
 . tools/steps.sh
-PY=${PYTHON:-python3}
+need_venv
 root=$PWD
 export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" NO_MKDOCS_2_WARNING=1
 

@@ -50,7 +50,10 @@ CI_TESTS=(tests/test_reader.py tests/test_local_archives.py tests/test_faults.py
 FUZZ_CASES=${LIBZIM_C_SANITIZE_FUZZ_CASES:-80}
 
 bash tools/bootstrap.sh
-PY=${PYTHON:-python3}
+STEP_PREFIX=sanitize
+. tools/steps.sh
+need_venv
+pip_requirements requirements-test.txt  # pytest and what the suite imports
 # The interpreter itself, not a wrapper script (pyenv shims are shell scripts),
 # but keep a venv's path: its site-packages hold pytest.
 PYEXE=$("$PY" -c 'import sys; print(sys.executable)')

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The developer's test command, from a fresh Debian machine: installs, builds, tests.
 #   bash tools/test.sh [--wheel] [PYTEST ARGS]
-# Stage 1 (always): bootstrap, stubtest, mypy --strict, and one pytest run of the
-# in-place build of this checkout (about 5 minutes on 2 idle cores).
+# Stage 1 (always): tools/bootstrap.sh (Debian packages, the clone's .venv, the editable
+# install), then into that venv the test and type-check tools (requirements-dev.txt),
+# the reference python-libzim 3.13.1 in a venv of its own, stubtest, mypy --strict, and
+# one pytest run of the in-place build of this checkout (about 6 minutes on 2 idle cores).
 # Stage 2 (--wheel, or LIBZIM_C_WHEEL=1; CI sets it): builds the sdist and a wheel
 # from it, installs that into a fresh venv and tests the installed package (the
 # whole suite again: about 5 more minutes). LIBZIM_C_SKIP_INSTALLED=1 (older name)
-# turns stage 2 off whatever else says.
+# turns stage 2 off whatever else says. PYTHON=/path/to/python uses an interpreter
+# of your own instead of .venv (tools/steps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STEP_PREFIX=test.sh
@@ -15,8 +18,24 @@ wheel=${LIBZIM_C_WHEEL:-0}
 if [ "${1:-}" = --wheel ]; then wheel=1; shift; fi
 [ "${LIBZIM_C_SKIP_INSTALLED:-}" = 1 ] && wheel=0
 step "bootstrap (tools/bootstrap.sh)" bash tools/bootstrap.sh
-PY=${PYTHON:-python3}
+need_venv
 root=$PWD
+pip_requirements requirements-dev.txt
+
+# The reference python-libzim 3.13.1 from PyPI, in its own venv: it writes the
+# ZIM 6.3 archives (libzim 9) that tests/test_zim63.py reads, from this location,
+# and tests/test_writer_oracle.py compares the writer with it.
+ORACLE=${LIBZIM_C_ORACLE_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/libzim-c/python-libzim-3.13.1}
+step_start "reference python-libzim 3.13.1"
+if ! "$ORACLE/bin/python" -I -c 'import libzim.writer, importlib.metadata as m; assert m.version("libzim") == "3.13.1"' \
+        2>/dev/null; then
+    rm -rf "$ORACLE"
+    "$PY" -m venv "$ORACLE"
+    "$ORACLE/bin/python" -m pip install -q --disable-pip-version-check "libzim==3.13.1"
+    step_done "reference python-libzim 3.13.1: installed into $ORACLE"
+else
+    step_done "reference python-libzim 3.13.1: installed already ($ORACLE)"
+fi
 
 # The stubs (libzim/*.pyi) must describe the built module exactly. Run from
 # elsewhere so the checkout's libzim/ is imported once, through the editable install.

@@ -1,6 +1,6 @@
 """Search a library of archives on a Dask distributed cluster.
 
-    pip install -e '.[dask]'    (in a clone; an installed copy: pip install 'libzim-c[dask]')
+    pip install -e '.[dask]'    (in a clone, inside its .venv or a venv of your own)
     python docs/examples/dask_library.py ARCHIVE.zim...
 
 A local cluster here; on a real one, pass Client("scheduler:8786") and keep the

@@ -1,6 +1,6 @@
 """Write every HTML article of a library, with its text, to Parquet on Dask.
 
-    pip install -e '.[dask]'    (in a clone; an installed copy: pip install 'libzim-c[dask]')
+    pip install -e '.[dask]'    (in a clone, inside its .venv or a venv of your own)
     python docs/examples/dask_parquet.py OUT_DIR ARCHIVE.zim...
 
 A local cluster here; on a real one, pass Client("scheduler:8786"), give

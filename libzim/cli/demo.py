@@ -189,6 +189,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if not consistent:
         print_error("threaded searches returned results different from the single-threaded ones")
         return 1
+    if not args.archive:
+        # Issue 39: where the built archive is, and its book name in zim serve's URLs.
+        print(f"\nThe demo archive is {path} (book {path.stem!r}); serve it with: {PROG} serve {path}")
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any, Sequence
 
@@ -19,6 +20,14 @@ from .workers import hammer
 # SuggestionSearcher.suggest's modes, "index" (python-libzim's and kiwix-serve's results) first;
 # libzim.serve.core.SUGGEST_MODES repeats them for the server (it imports without the CLI).
 SUGGEST_MODES = ("index", "titles", "auto")
+
+
+def check_order(command: str, first: str, last: str) -> None:
+    """Say the arguments' order when they look swapped: the first (an ARCHIVE) is no file and the
+    last (the QUERY) is one. Otherwise libzim's "cannot open" is all the user would see."""
+    if not os.path.exists(first) and os.path.isfile(last):
+        raise CLIError(f"{first}: no such archive; the archive comes first: zim {command} ARCHIVE QUERY "
+                       f"({last!r} is a file: were the two swapped?)", 2, file=first)
 
 
 def searchable(paths: Sequence[str]) -> tuple[list[Any], list[str]]:
@@ -103,6 +112,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if repeat < 1:
         raise CLIError("--repeat must be >= 1", 2)
     query = args.query
+    check_order("search", args.archives[0], query)
     if not query.strip():
         raise CLIError("empty query", 2)
     with quiet():
@@ -153,6 +163,9 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_suggest(args: argparse.Namespace) -> int:
     """``zim suggest``: print title suggestions for a query from one archive; returns the exit status."""
     check_limit(args.limit)
+    check_order("suggest", args.archive, args.query)
+    if not args.query.strip():  # as zim search: an empty prefix is a mistake, not "every title"
+        raise CLIError("empty query", 2)
     archive = open_archive(args.archive)
     try:
         s = SuggestionSearcher(archive).suggest(args.query, mode=args.mode)

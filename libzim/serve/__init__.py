@@ -1,6 +1,6 @@
 """``zim serve``: a kiwix-serve-compatible HTTP server on this binding (ASGI, Starlette + uvicorn).
 
-Needs the ``serve`` extra (from a clone ``pip install -e '.[serve]'``, installed ``pip install 'libzim-c[serve]'``); ``import libzim`` does not.
+Needs the ``serve`` extra (from a clone ``pip install -e '.[serve]'``, which tools/bootstrap.sh does in the clone's .venv); ``import libzim`` does not.
 
     from libzim.serve import create_app
     app = create_app(["wikipedia.zim", "library/"])   # any ASGI server, or mount it

@@ -86,11 +86,13 @@ _SUGGEST_JS = """
 """
 
 
-def _page(title: str, body: str) -> str:
+def _page(title: str, body: str, root: str = "") -> str:
+    # The icon's link: under a root prefix the browser's own /favicon.ico is outside the server.
     return (
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-        f"<title>{esc(title)}</title><style>{_STYLE}</style></head>\n<body>\n{body}\n</body></html>\n"
+        f"<title>{esc(title)}</title><link rel=\"icon\" href=\"{esc(quote(root, safe='/'))}/favicon.ico\">"
+        f"<style>{_STYLE}</style></head>\n<body>\n{body}\n</body></html>\n"
     )
 
 
@@ -99,7 +101,7 @@ def error_page(status: int, title: str, message: str, root: str = "") -> str:
     link to the library under ``root`` (status is the caller's to send)."""
     home = esc(quote(root, safe="/") + "/")
     return _page(title, f"<h1>{esc(title)}</h1>\n<p class=\"message\">{esc(message)}</p>\n"
-                        f"<p><a href=\"{home}\">Go to the library</a></p>")
+                        f"<p><a href=\"{home}\">Go to the library</a></p>", root)
 
 
 def plural(n: int, noun: str) -> str:
@@ -137,7 +139,7 @@ def library_page(books: Sequence[Book], root: str = "") -> str:
     )
     body = (f"<h1>Library</h1>\n{form}\n<p class=\"count\">{plural(len(books), 'book')}</p>\n"
             f"<div class=\"books\">{''.join(cards)}</div>\n<script>{_SUGGEST_JS}</script>")
-    return _page("Welcome to Kiwix Server", body)
+    return _page("Welcome to Kiwix Server", body, root)
 
 
 class Hit:
@@ -187,7 +189,7 @@ def search_page(names: Sequence[str], pattern: str, total: int, start: int, page
         f"<div class=\"header\">{header}</div>\n<div class=\"results\"><ul>{''.join(items)}</ul></div>\n"
         f"<div class=\"pagination\">{''.join(pages)}</div>"
     )
-    return _page(f"Search: {pattern}", body)
+    return _page(f"Search: {pattern}", body, root)
 
 
 def search_rss(names: Sequence[str], pattern: str, total: int, start: int, page_length: int,

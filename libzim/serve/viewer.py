@@ -21,7 +21,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from . import pages
-from .core import GET, NO_CACHE, Options, Server, endpoint, root_of
+from .core import GET, NO_CACHE, HTTPError, Options, Server, endpoint, root_of
 from .library import Book
 from .viewer_assets import ASSET_VERSION, VIEWER_CSS, VIEWER_JS
 
@@ -61,6 +61,7 @@ def _head(title: str, root: str, html_class: str = "") -> str:
     return (f'<!DOCTYPE html>\n<html lang="en"{cls}><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f'<title>{pages.esc(title)}</title>'
+            f'<link rel="icon" href="{pages.esc(root)}/favicon.ico">'
             f'<link rel="stylesheet" href="{pages.esc(root)}/skin/viewer.css?v={ASSET_VERSION}">')
 
 
@@ -218,6 +219,49 @@ async def asset(server: Server, request: Request) -> Response:
     return _send(request, data, mimetype, None, "max-age=31536000, public, immutable", etag=etag)
 
 
+def _default_icon(size: int = 32) -> bytes:
+    """A small PNG (an open book, white on the viewer's blue), made once at import: a browser asks
+    every site for /favicon.ico, and a 404 there is a failed request in every page's log."""
+    import struct
+    import zlib
+
+    rows = []
+    for y in range(size):
+        row = bytearray([0])  # filter: none
+        for x in range(size):
+            edge = min(x, y, size - 1 - x, size - 1 - y)
+            page = 7 <= y <= size - 8 and 5 <= x <= size - 6 and x != size // 2
+            rgba = (255, 255, 255, 255) if page else (45, 109, 181, 255 if edge >= 1 else 160)
+            row.extend(rgba)
+        rows.append(bytes(row))
+
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
+
+    header = struct.pack(">IIBBBBB", size, size, 8, 6, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"".join(rows), 9))
+            + chunk(b"IEND", b""))
+
+
+DEFAULT_ICON = _default_icon()
+
+
+async def favicon(server: Server, request: Request) -> Response:
+    """``/favicon.ico``: the book's 48-pixel illustration when the library holds one book that has
+    one, else a small default (issue 39: every page's automatic request for it was a 404)."""
+    from .catalog import _illustration
+
+    body, mimetype = DEFAULT_ICON, "image/png"
+    books = list(server.library.books.values())
+    if len(books) == 1:
+        try:
+            body, mimetype = await server.run(_illustration, books[0], 48)
+        except HTTPError:
+            pass  # no illustration: the default
+    etag = '"' + hashlib.blake2b(body, digest_size=8).hexdigest() + '"'
+    return _send(request, body, mimetype or "image/png", None, "max-age=86400, public", etag=etag)
+
+
 async def nojs(server: Server, request: Request) -> Response:
     """``/nojs?q=WORDS&lang=LANG``: the library as plain HTML, filtered as the catalog is."""
     q = request.query_params
@@ -250,4 +294,5 @@ def routes(server: Server) -> list[Route]:
         Route("/skin/{name}", endpoint(server, asset), methods=GET),
         Route("/nojs", endpoint(server, nojs), methods=GET),
         Route("/catch/external", endpoint(server, catch_external), methods=GET),
+        Route("/favicon.ico", endpoint(server, favicon), methods=GET),
     ]
