@@ -191,7 +191,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return 1
     if not args.archive:
         # Issue 39: where the built archive is, and its book name in zim serve's URLs.
-        print(f"\nThe demo archive is {path} (book {path.stem!r}); serve it with: {PROG} serve {path}")
+        zim = sys.argv[0] if os.path.basename(sys.argv[0]) == "zim" else f"{sys.executable} -m libzim"
+        if os.path.isabs(zim) and zim.startswith(os.getcwd() + os.sep):
+            zim = os.path.relpath(zim)  # .venv/bin/zim, as the README runs it
+        print(f"\nThe demo archive is {path} (book {path.stem!r}); serve it with: {zim} serve {path}")
     return 0
 
 
