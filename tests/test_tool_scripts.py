@@ -38,7 +38,9 @@ def copy_scripts(tmp_path: Path, *names: str) -> tuple[Path, dict[str, str]]:
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     log = tmp_path / "calls.log"
     log.touch()
-    return root, dict(os.environ, PYTHON=str(fake), FAKE_LOG=str(log))
+    # Caches under tmp_path: a stand-in must never land in the real ones (the oracle's venv).
+    return root, dict(os.environ, PYTHON=str(fake), FAKE_LOG=str(log), XDG_CACHE_HOME=str(tmp_path / "cache"),
+                      LIBZIM_C_ORACLE_VENV=str(tmp_path / "no-oracle"))
 
 
 def test_docs_sh_builds_into_site_and_says_how_to_open_it(tmp_path):
