@@ -1,8 +1,9 @@
 // The shim's cluster reader as its files share it: what one of them defines
 // and another calls, declared once here. The reader (why it exists: see
 // zimshim_cluster.cpp) was one file of 1,248 lines, past the ~900 the
-// architecture page sets; it is split by concern, each file a layer over the
-// one before it:
+// architecture page sets; it is split by concern: buffers and stream at the
+// bottom (neither uses the other), blobs over both, the cache over blobs, and
+// the entry points over all:
 //
 //   zimshim_cluster_buffers.cpp  where decoded bytes live: the map pools, segments, large blobs' and
 //                                whole clusters' buffers
