@@ -10,7 +10,7 @@ from setuptools.command.build_ext import build_ext
 def pkg_config(*args: str) -> list[str]:
     try:
         out = subprocess.run(
-            # The shim decodes zstd and xz clusters itself (zimshim_cluster.cpp).
+            # The shim decodes zstd and xz clusters itself (zimshim_cluster*.cpp).
             ["pkg-config", *args, "libzim", "libzstd", "liblzma"], check=True, capture_output=True, text=True
         ).stdout
     except (OSError, subprocess.CalledProcessError) as exc:

@@ -46,9 +46,11 @@ USER_CLUSTERCACHE = os.environ.get("ZIM_CLUSTERCACHE")
 
 def build_engine_bench() -> Path:
     exe = OUT / "snippet_engine"
-    # The engine reads compressed articles through the shim's cluster cache.
-    srcs = [HERE / "snippet_engine.cpp"] + [ROOT / "src" / f"zimshim_{n}.cpp" for n in ("snippet", "snippet_cache", "core", "cluster", "file")]
-    deps = srcs + [ROOT / "src" / "zimshim_snippet.hpp", ROOT / "src" / "zimshim_impl.hpp"]
+    # The engine reads compressed articles through the shim's cluster reader (zimshim_cluster*.cpp).
+    srcs = ([HERE / "snippet_engine.cpp"]
+            + [ROOT / "src" / f"zimshim_{n}.cpp" for n in ("snippet", "snippet_cache", "core", "file")]
+            + sorted((ROOT / "src").glob("zimshim_cluster*.cpp")))
+    deps = srcs + [ROOT / "src" / f"zimshim_{n}.hpp" for n in ("snippet", "impl", "cluster")]
     if exe.exists() and all(exe.stat().st_mtime >= p.stat().st_mtime for p in deps):
         return exe
     OUT.mkdir(parents=True, exist_ok=True)

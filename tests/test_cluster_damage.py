@@ -1,4 +1,4 @@
-"""Damaged clusters: what src/zimshim_cluster.cpp serves and what it refuses.
+"""Damaged clusters: what src/zimshim_cluster*.cpp serve and what they refuse.
 
 The archives are written here with libzim.writer and damaged at the cluster
 level with tools/zimedit.py (xz copies made by recompressing the written zstd

@@ -1,6 +1,6 @@
 """Content of compressed clusters, which the binding decodes itself.
 
-src/zimshim_cluster.cpp reads zstd and xz clusters with pread and keeps them in
+src/zimshim_cluster*.cpp read zstd and xz clusters with pread and keep them in
 one cache per file, instead of letting libzim 8.1.1 map the file 1 KiB at a
 time. Expected contents come from outside the binding: the bytes an archive
 was written with, or zim-tools' zimdump (libzim in another process). Corrupt
