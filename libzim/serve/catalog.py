@@ -13,7 +13,7 @@ from starlette.routing import Route
 
 from libzim import ZimError
 
-from . import opds, pages
+from . import bookquery, opds, pages
 from .content import etag_of, send_bytes
 from .core import GET, NO_CACHE, HTTPError, Server, endpoint, root_of, text_response
 from .library import Book
@@ -23,51 +23,35 @@ __all__ = ["filter_books", "routes"]
 MAX_COUNT = 100_000  # count=-1 (all) is this many at most
 
 
-def filter_books(server: Server, books: list[Book], q: QueryParams, prefix: str = "") -> list[Book]:
-    """libkiwix's catalog filter: ``lang`` (comma-separated; a book of several languages
-    matches any), ``category``, ``tag`` / ``notag`` (``;``-separated: all / none of
-    them), ``maxsize`` (bytes), ``name`` (the book's Name), ``q`` (every word in its
-    title, description, ...); each parameter name after ``prefix``."""
+def filter_books(server: Server, q: QueryParams, prefix: str = "", remote: bool | None = None) -> list[Book]:
+    """libkiwix's catalog filter (:mod:`libzim.serve.bookquery`): ``q`` (its query
+    language), ``lang`` and ``category`` (comma-separated alternatives), ``tag`` /
+    ``notag`` (``;``-separated: all / none of them), ``name``, ``flavour``,
+    ``publisher``, ``creator``, ``maxsize`` (bytes); each parameter name after
+    ``prefix``. In libkiwix's order. Remote books (no local file) only in catalog-only
+    mode, as kiwix-serve (``remote`` says otherwise)."""
     def get(name: str) -> str | None:
         v = q.get(prefix + name)
         if v is not None and len(v) > server.limits.max_query_chars:
             raise HTTPError(400, f"{prefix}{name} is longer than {server.limits.max_query_chars} characters.")
         return v
 
-    lang, category, name, query = get("lang"), get("category"), get("name"), get("q")
-    tags, notags, maxsize = get("tag"), get("notag"), get("maxsize")
-    if lang:
-        wanted = {x.strip() for x in lang.split(",") if x.strip()}
-        books = [b for b in books if wanted & {x.strip() for x in b.language.split(",")}]
-    if category:
-        books = [b for b in books if b.category == category]
-    if name:
-        books = [b for b in books if (b.meta_name or b.name) == name]
-    if tags:
-        need = {t for t in tags.split(";") if t}
-        books = [b for b in books if need <= set(b.tag_list())]
-    if notags:
-        refuse = {t for t in notags.split(";") if t}
-        books = [b for b in books if not refuse & set(b.tag_list())]
-    if maxsize:
-        if not maxsize.isdigit() or len(maxsize) > 18:
-            raise HTTPError(400, f"Invalid value of {prefix}maxsize: {maxsize[:40]}")
-        books = [b for b in books if b.size <= int(maxsize)]
-    if query and query.strip():
-        books = [b for b in books if b.matches(query)]
-    return books
-
-
-def by_title(books: list[Book]) -> list[Book]:
-    """The books in kiwix-serve's catalog order: by title, case and punctuation ignored
-    ("Charles, Ray" < "Ray Charles" < "Ray (uncategorized) Charles")."""
-    return sorted(books, key=lambda b: ("".join(c for c in b.title.casefold() if c.isalnum()), b.title, b.name))
+    params = {k: get(k) for k in bookquery.FILTER_PARAMS}
+    maxsize = get("maxsize")
+    limit = None
+    if maxsize:  # kiwix ignores a value it cannot read as a number
+        limit = int(maxsize) if maxsize.isdigit() and len(maxsize) <= 18 else None
+    if remote is None:
+        remote = server.options.catalog_only
+    try:
+        return bookquery.index_of(server.library).select(params, remote, limit)  # type: ignore[return-value]
+    except ValueError as e:
+        raise HTTPError(400, f"Cannot read this catalog query: {e}") from None
 
 
 def _page_of(server: Server, request: Request) -> tuple[list[Book], int, int, str]:
     """The filtered books of this request's page, their total, the start, the query string."""
-    lib = server.library
-    books = filter_books(server, by_title(list(lib.books.values())), request.query_params)
+    books = filter_books(server, request.query_params)
     start = server.int_param(request, "start", 0, 0)
     count = server.int_param(request, "count", 10, -1, MAX_COUNT)
     if count < 0:
@@ -88,13 +72,11 @@ def library_id(server: Server) -> str:
     return f"{server.feed_id}.{id(server.library):x}"
 
 
-async def catalog_entries(server: Server, request: Request, partial: bool = False,
-                          legacy: bool = False) -> Response:
+async def catalog_entries(server: Server, request: Request, partial: bool = False) -> Response:
     """``/catalog/v2/entries`` and ``partial_entries``: the books, filtered, a page of them."""
     books, total, start, query = _page_of(server, request)
     body = opds.entries_feed(books, library_id(server), total, start, query, root_of(request),
-                             _content_root(server, request), partial=partial, downloads=server.options.downloads,
-                             endpoint="/catalog" if legacy else "/catalog/v2")
+                             _content_root(server, request), partial=partial, downloads=server.options.downloads)
     return text_response(request, body, opds.ACQUISITION)
 
 
@@ -104,15 +86,18 @@ async def catalog_partial(server: Server, request: Request) -> Response:
 
 
 async def catalog_legacy_search(server: Server, request: Request) -> Response:
-    """The legacy ``/catalog/search`` (OPDS v1): the v2 entries' feed."""
-    return await catalog_entries(server, request, legacy=True)
+    """The legacy ``/catalog/search`` (OPDS v1)."""
+    books, total, start, query = _page_of(server, request)
+    body = opds.legacy_feed(books, library_id(server), total, start, query, root_of(request),
+                            _content_root(server, request), downloads=server.options.downloads)
+    return text_response(request, body, opds.ACQUISITION)
 
 
 async def catalog_legacy_root(server: Server, request: Request) -> Response:
-    """The legacy ``/catalog/root.xml``: every book, one feed."""
-    books = by_title(list(server.library.books.values()))
-    body = opds.entries_feed(books, library_id(server), len(books), 0, "", root_of(request),
-                             _content_root(server, request), downloads=server.options.downloads, endpoint="/catalog")
+    """The legacy ``/catalog/root.xml``: every local book, one feed."""
+    books = filter_books(server, QueryParams(""), remote=False)
+    body = opds.legacy_feed(books, library_id(server), len(books), 0, None, root_of(request),
+                            _content_root(server, request), downloads=server.options.downloads)
     return text_response(request, body, opds.ACQUISITION)
 
 
@@ -130,25 +115,36 @@ async def catalog_root(server: Server, request: Request) -> Response:
     return text_response(request, opds.root_feed(library_id(server), root_of(request)), opds.NAVIGATION)
 
 
+def _all_books(server: Server) -> list[object]:
+    """Every book the catalog knows, local and remote (kiwix counts both in its lists)."""
+    return bookquery.index_of(server.library).books
+
+
 async def catalog_categories(server: Server, request: Request) -> Response:
-    """``/catalog/v2/categories``: the books' categories, sorted."""
-    cats = sorted({b.category for b in server.library.books.values() if b.category})
+    """``/catalog/v2/categories``: the books' categories (remote books' too), sorted."""
+    cats = sorted({b.category for b in _all_books(server) if b.category})  # type: ignore[attr-defined]
     return text_response(request, opds.categories_feed(cats, library_id(server), root_of(request)), opds.NAVIGATION)
 
 
 async def catalog_languages(server: Server, request: Request) -> Response:
-    """``/catalog/v2/languages``: each language code and how many books have it."""
+    """``/catalog/v2/languages``: each language, its own name and how many books have it."""
     counts: dict[str, int] = {}
-    for b in server.library.books.values():
-        for code in {x.strip() for x in b.language.split(",") if x.strip()}:
+    for b in _all_books(server):
+        for code in {x.strip() for x in b.language.split(",") if x.strip()}:  # type: ignore[attr-defined]
             counts[code] = counts.get(code, 0) + 1
-    body = opds.languages_feed(sorted(counts.items()), library_id(server), root_of(request))
+    rows = [(code, bookquery.language_self_name(code), n) for code, n in sorted(counts.items())]
+    body = opds.languages_feed(rows, library_id(server), root_of(request))
     return text_response(request, body, opds.NAVIGATION)
 
 
 async def catalog_searchdescription(server: Server, request: Request) -> Response:
-    """``/catalog/v2/searchdescription.xml`` (and the legacy one): how to search the catalog."""
+    """``/catalog/v2/searchdescription.xml``: how to search the catalog."""
     return text_response(request, opds.searchdescription(root_of(request), "catalog"), opds.OPENSEARCH)
+
+
+async def catalog_legacy_searchdescription(server: Server, request: Request) -> Response:
+    """The legacy ``/catalog/searchdescription.xml`` (its template is ``/catalog/search``)."""
+    return text_response(request, opds.searchdescription(root_of(request), "legacy"), opds.OPENSEARCH)
 
 
 def _illustration(book: Book, size: int) -> tuple[bytes, str]:
@@ -198,6 +194,6 @@ def routes(server: Server) -> list[Route]:
         ("/catalog/v2/illustration/{uuid}/", illustration),
         ("/catalog/root.xml", catalog_legacy_root),
         ("/catalog/search", catalog_legacy_search),
-        ("/catalog/searchdescription.xml", catalog_searchdescription),
+        ("/catalog/searchdescription.xml", catalog_legacy_searchdescription),
     ]
     return [Route(path, endpoint(server, fn), methods=GET) for path, fn in table]

@@ -35,7 +35,7 @@ def search_books(server: Server, request: Request) -> list[Book]:
             raise HTTPError(400, f"No such book id: {i}")
         books.append(b)
     if not books and any(k.startswith("books.filter.") for k in request.query_params):
-        books = [b for b in filter_books(server, list(lib.books.values()), request.query_params, "books.filter.")
+        books = [b for b in filter_books(server, request.query_params, "books.filter.", remote=False)
                  if b.archive.has_fulltext_index]
         if not books:
             raise HTTPError(400, "No book matches the selection (books.filter.*).")
