@@ -166,6 +166,8 @@ class Source:
                     book = _reused(old, path, info)
                 else:
                     book = Book.open(name, path, info)
+                if info is not None:
+                    _as_the_file_says(book, info)
             except Exception as e:  # noqa: BLE001 - any archive libzim cannot read
                 if not self.skip_invalid:
                     raise
@@ -185,6 +187,14 @@ class Source:
                 ids.add(rec.uuid)
                 lib.remote.append(rec)  # type: ignore[attr-defined]
         return lib
+
+
+def _as_the_file_says(book: Book, info: dict[str, str]) -> None:
+    """What kiwix takes from the library file even where it says nothing (libkiwix's
+    Book::updateFromXml): the flavour, and the illustration (a 48-pixel one only when
+    the file gives a favicon and its MIME type; the archive's own are not listed)."""
+    book.flavour = info.get("flavour", "")
+    book.illustration_sizes = (48,) if info.get("favicon") and info.get("faviconMimeType") else ()
 
 
 def _reused(old: Book, path: Path, info: dict[str, str] | None) -> Book:

@@ -113,7 +113,7 @@ def entries_feed(books: Sequence[Book], library_id: str, total: int, start: int,
     ep = quote(root, safe="/") + "/catalog/v2"
     title = f"Filtered Entries ({xesc(query)})" if query else "All Entries"
     counts = (f"  <totalResults>{total}</totalResults>\n  <startIndex>{start}</startIndex>\n"
-              f"  <itemsPerPage>{len(books)}</itemsPerPage>\n") if query else ""
+              f"  <itemsPerPage>{len(books)}</itemsPerPage>\n") if query else "\n"  # kiwix's blank line
     body = "".join(_partial(b, root) if partial else entry(b, root, content_root, downloads) for b in books)
     return (
         _HEAD + '<feed xmlns="http://www.w3.org/2005/Atom"\n      xmlns:dc="http://purl.org/dc/terms/"\n'
@@ -133,7 +133,7 @@ def legacy_feed(books: Sequence[Book], library_id: str, total: int, start: int, 
     filtered = query is not None
     head = (f"  <title>Filtered zims ({xesc(query)})</title>\n" if filtered else "  <title>All zims</title>\n")
     counts = (f"  <totalResults>{total}</totalResults>\n  <startIndex>{start}</startIndex>\n"
-              f"  <itemsPerPage>{len(books)}</itemsPerPage>\n") if filtered else ""
+              f"  <itemsPerPage>{len(books)}</itemsPerPage>\n") if filtered else "\n"  # kiwix's blank line
     return (
         '<feed xmlns="http://www.w3.org/2005/Atom"\n      xmlns:dc="http://purl.org/dc/terms/"\n'
         '      xmlns:opds="http://opds-spec.org/2010/catalog">\n'
@@ -141,7 +141,7 @@ def legacy_feed(books: Sequence[Book], library_id: str, total: int, start: int, 
         '  <link rel="self" href="" type="application/atom+xml" />\n'
         '  <link rel="search" type="application/opensearchdescription+xml" '
         f'href="{_q(root)}/catalog/searchdescription.xml" />\n'
-        + "".join(entry(b, root, content_root, downloads) for b in books) + "</feed>"
+        + "".join(entry(b, root, content_root, downloads) for b in books) + "</feed>\n"
     )
 
 
