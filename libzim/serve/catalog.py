@@ -14,8 +14,7 @@ from starlette.routing import Route
 from libzim import ZimError
 
 from . import bookquery, opds, pages
-from .content import etag_of, send_bytes
-from .core import GET, NO_CACHE, HTTPError, Server, endpoint, root_of, text_response
+from .core import GET, HTTPError, Server, bytes_response, endpoint, library_generation, root_of, text_response
 from .library import Book
 
 __all__ = ["filter_books", "routes"]
@@ -69,7 +68,7 @@ def _content_root(server: Server, request: Request) -> str | None:
 
 def library_id(server: Server) -> str:
     """This server and library's id: it changes when the library is reloaded."""
-    return f"{server.feed_id}.{id(server.library):x}"
+    return f"{server.feed_id}.{library_generation(server.library)}"
 
 
 async def catalog_entries(server: Server, request: Request, partial: bool = False) -> Response:
@@ -166,9 +165,8 @@ async def illustration(server: Server, request: Request) -> Response:
         raise HTTPError(404, "No illustration size was given (size=...).")
     size = server.int_param(request, "size", 48, 1, 100_000)
     body, mimetype = await server.run(_illustration, book, size)
-    etag = etag_of(book.archive_uuid or book.uuid, "illustration", str(size))
-    # kiwix-serve: the library's (not the archive's), so revalidated as its other documents
-    return send_bytes(request, body, mimetype or "image/png", etag, cache=NO_CACHE)
+    # kiwix-serve: the library's (not the archive's), so tagged and revalidated as its other documents
+    return bytes_response(request, body, mimetype or "image/png")
 
 
 async def home(server: Server, request: Request) -> Response:
