@@ -93,8 +93,10 @@ async def catalog_legacy_search(server: Server, request: Request) -> Response:
 
 
 async def catalog_legacy_root(server: Server, request: Request) -> Response:
-    """The legacy ``/catalog/root.xml``: every local book, one feed."""
-    books = filter_books(server, QueryParams(""), remote=False)
+    """The legacy ``/catalog/root.xml``: the local books a library file gives a download
+    URL, one feed (kiwix-serve's selection)."""
+    # kiwix: Filter().valid(true).local(true).remote(true), the local books that have a url
+    books = [b for b in filter_books(server, QueryParams(""), remote=False) if b.url]
     body = opds.legacy_feed(books, library_id(server), len(books), 0, None, root_of(request),
                             _content_root(server, request), downloads=server.options.downloads)
     return text_response(request, body, opds.ACQUISITION)
@@ -177,6 +179,26 @@ async def home(server: Server, request: Request) -> Response:
     return text_response(request, pages.library_page(books, root_of(request)), "text/html; charset=utf-8")
 
 
+async def nojs_download(server: Server, request: Request) -> Response:
+    """``/nojs/download/BOOK``: the book's download links for browsers without scripts (kiwix's
+    no_js_download page): its file here with ``--downloads``, else the library file's URL."""
+    book = server.library.get(request.path_params["name"])
+    if book is None:
+        raise HTTPError(404, f"No such book: {request.path_params['name']}")
+    if server.options.downloads and book.file is not None:
+        url = opds.download_url(book.name, root_of(request))
+    else:
+        url = book.url
+    links = (f'<p><a href="{pages.esc(url)}" download>Direct download</a></p>\n'
+             f'<p><a href="{pages.esc(url)}.sha256" download>Download hash</a></p>\n'
+             if url else "<p>This server offers no download of this book.</p>\n")
+    body = ('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="UTF-8">\n'
+            '<meta name="viewport" content="width=device-width, initial-scale=1.0">\n'
+            f"<title>Download links</title>\n</head>\n<body>\n<h1>Download links of {pages.esc(book.title)}</h1>\n"
+            f"{links}</body>\n</html>\n")
+    return text_response(request, body, "text/html; charset=utf-8")
+
+
 def routes(server: Server) -> list[Route]:
     """The library page, the OPDS catalog and illustrations."""
     table = [
@@ -193,5 +215,6 @@ def routes(server: Server) -> list[Route]:
         ("/catalog/root.xml", catalog_legacy_root),
         ("/catalog/search", catalog_legacy_search),
         ("/catalog/searchdescription.xml", catalog_legacy_searchdescription),
+        ("/nojs/download/{name}", nojs_download),
     ]
     return [Route(path, endpoint(server, fn), methods=GET) for path, fn in table]

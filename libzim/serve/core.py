@@ -162,6 +162,9 @@ def error_response(status: int, message: str, head: bool = False, root: str = ""
     return r
 
 
+_BAD_ESCAPE = re.compile(rb"%(?![0-9A-Fa-f]{2})")
+
+
 class Guard:
     """Pure-ASGI outer layer: only GET and HEAD, no request body, bounded URL and
     headers (whatever server parsed them: uvicorn's h11 bounds only a head still
@@ -188,6 +191,8 @@ class Guard:
             err = error_response(431, "The request's headers are too large.")
         elif headers.get(b"content-length", b"0") not in (b"0", b"") or b"transfer-encoding" in headers:
             err = error_response(413, "Requests must not have a body.")
+        elif _BAD_ESCAPE.search(raw):  # "%" not followed by two hex digits: not a URL (as libmicrohttpd 1.0)
+            err = error_response(400, "The URL has a malformed percent-encoding.")
         if err is not None:
             if scope["method"] == "HEAD":
                 err.body = b""
