@@ -55,7 +55,16 @@ def _page_of(server: Server, request: Request) -> tuple[list[Book], int, int, st
     count = server.int_param(request, "count", 10, -1, MAX_COUNT)
     if count < 0:
         count = MAX_COUNT
-    return books[start:start + count], len(books), start, request.url.query
+    return books[start:start + count], len(books), start, kiwix_query(request)
+
+
+def kiwix_query(request: Request) -> str:
+    """The request's query string as kiwix-serve writes it back (feed titles, self links):
+    each name and value decoded, then percent-encoded but for letters, digits and
+    ``-_.!~*'()/`` (libkiwix's urlEncode), in the request's order."""
+    def enc(text: str) -> str:
+        return quote(text, safe="-_.!~*'()/")
+    return "&".join(f"{enc(k)}={enc(v)}" for k, v in request.query_params.multi_items())
 
 
 def _content_root(server: Server, request: Request) -> str | None:
