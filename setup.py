@@ -10,9 +10,8 @@ from setuptools.command.build_ext import build_ext
 def pkg_config(*args: str) -> list[str]:
     try:
         out = subprocess.run(
-            # The shim decodes zstd and xz clusters itself (zimshim_cluster.cpp);
-            # the catalog index uses Xapian and ICU directly (zimshim_catalog.cpp).
-            ["pkg-config", *args, "libzim", "libzstd", "liblzma", "xapian-core", "icu-uc", "icu-i18n"], check=True, capture_output=True, text=True
+            # The shim decodes zstd and xz clusters itself (zimshim_cluster.cpp).
+            ["pkg-config", *args, "libzim", "libzstd", "liblzma"], check=True, capture_output=True, text=True
         ).stdout
     except (OSError, subprocess.CalledProcessError) as exc:
         raise SystemExit(
