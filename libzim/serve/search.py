@@ -94,7 +94,7 @@ async def search(server: Server, request: Request) -> Response:
         raise HTTPError(400, "No query provided (pattern=...).")
     if len(pattern) > server.limits.max_query_chars:
         raise HTTPError(400, f"The query is longer than {server.limits.max_query_chars} characters.")
-    books = search_books(server, request)
+    books = await server.run(search_books, server, request)  # books.filter.* may build the catalog index
     start = server.int_param(request, "start", 0, 0)  # 0-based, as libkiwix 14.1+
     length = server.int_param(request, "pageLength", 25, 0, server.limits.max_page_length) or 25  # 0: the default
     if pattern.strip():
