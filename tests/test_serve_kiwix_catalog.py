@@ -341,6 +341,9 @@ def test_catalog_v2_entries_catalog_only_mode(library_file):
         assert get(c, R + "/catalog/v2/entries") == v2("", body)
     with _client(library_file, root="", catalog_only=True, content_server_url=url) as c:  # an empty root
         assert get(c, "/catalog/v2/entries") == v2("", body).replace(R + "/", "/")
+        # (ours: its complete entry too, as a listed book's)
+        entry = get(c, "/catalog/v2/entry/inaccessiblezim")
+        assert entry.split("\n", 2)[2] == INACCESSIBLE_ENTRY(url).replace(R + "/", "/").split("\n", 1)[1]
 
 
 V2_FILTERS = [  # (the query as their test sends it, as kiwix writes it back, the entries, total, start)

@@ -112,8 +112,11 @@ async def catalog_legacy_root(server: Server, request: Request) -> Response:
 
 
 async def catalog_entry(server: Server, request: Request) -> Response:
-    """``/catalog/v2/entry/UUID``: one book's complete entry."""
-    book = server.library.by_uuid(request.path_params["uuid"])
+    """``/catalog/v2/entry/UUID``: one book's complete entry (a remote book's in catalog-only mode)."""
+    uuid = request.path_params["uuid"]
+    book = server.library.by_uuid(uuid)
+    if book is None and server.options.catalog_only:
+        book = next((r for r in getattr(server.library, "remote", ()) if r.uuid == uuid), None)
     if book is None:
         raise HTTPError(404, f"No book with id {request.path_params['uuid']}")
     body = opds.entry_document(book, root_of(request), _content_root(server, request), server.options.downloads)
