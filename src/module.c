@@ -3,6 +3,7 @@
 #include "util.h"
 
 #include "archive.h"
+#include "catalog.h"
 #include "entry.h"
 #include "entry_iterator.h"
 #include "item.h"
@@ -394,7 +395,8 @@ static int module_exec(PyObject *m) {
         zc_archive_init_types(m, st) < 0 || zc_query_init_types(m, st) < 0 ||
         zc_result_init_types(m, st) < 0 || zc_search_init_types(m, st) < 0 ||
         zc_searcher_init_types(m, st) < 0 || zc_suggestion_init_types(m, st) < 0 ||
-        zc_writer_blob_init_types(m, st) < 0 || zc_creator_init_types(m, st) < 0)
+        zc_writer_blob_init_types(m, st) < 0 || zc_creator_init_types(m, st) < 0 ||
+        zc_catalog_init_types(m, st) < 0)
         return -1;
     return PyModule_AddStringConstant(m, "LIBZIM_VERSION_NOTE", LIBZIM_VERSION_NOTE);
 }
@@ -405,7 +407,7 @@ static int module_exec(PyObject *m) {
     X(SuggestionResultSet) X(SuggestionResult) X(ZimError) X(ArchiveError)     \
     X(EntryNotFoundError) X(InvalidIndexError) X(ClosedError) X(SearchError)   \
     X(NotSupportedError) X(uuid_UUID) X(pathlib_Path) X(Creator) X(WriterBlob)  \
-    X(WriterError) X(WriterItem) X(WriterHint)
+    X(WriterError) X(WriterItem) X(WriterHint) X(CatalogIndex)
 
 static int module_traverse(PyObject *m, visitproc visit, void *arg) {
     zc_state *st = PyModule_GetState(m);

@@ -16,6 +16,8 @@ typedef struct {
         *SuggestionResult;
     /* writer; WriterItem and WriterHint are libzim.writer's Python classes */
     PyTypeObject *Creator, *WriterBlob;
+    /* the server's catalog index (catalog.c) */
+    PyTypeObject *CatalogIndex;
     PyObject *WriterItem, *WriterHint;
     /* exception tree, built once at module init */
     PyObject *ZimError, *ArchiveError, *EntryNotFoundError, *InvalidIndexError,

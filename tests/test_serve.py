@@ -445,7 +445,7 @@ def test_search_across_languages(client):
 
 
 def test_search_bad_requests(client):
-    for params in ({"pattern": "x", "books.name": "nobook"}, {"books.name": A}, {"pattern": ""},
+    for params in ({"pattern": "x", "books.name": "nobook"}, {"pattern": ""},
                    {"pattern": "x", "books.name": A, "start": "abc"}, {"pattern": "x", "books.name": A, "start": "-1"},
                    {"pattern": "x", "books.name": A, "pageLength": "-1"},
                    {"pattern": "x", "books.name": A, "start": "9" * 30},
@@ -453,6 +453,10 @@ def test_search_bad_requests(client):
         r = client.get("/search", params=params)
         assert r.status_code == 400, params
         assert "<h1>Invalid request</h1>" in r.text
+    # A book but no pattern: nothing to search, an empty page (kiwix's EmptyPatternSearchDoesNotError).
+    for params in ({"books.name": A}, {"books.name": A, "pattern": " "}):
+        r = client.get("/search", params=params)
+        assert r.status_code == 200 and "No results were found" in r.text, params
 
 
 def test_search_needs_a_fulltext_index(zim_noindex_path, fra_path):

@@ -330,10 +330,19 @@ def routes(server: Server) -> list[Route]:
     ]
 
 
+# The first segments that name an endpoint (libkiwix's isEndpointUrl): a URL under one of
+# them that no route took is a 404, never a redirect to /content/ (the newest kiwix-serve).
+ENDPOINTS = frozenset({"catalog", "catch", "content", "nojs", "random", "raw", "search", "skin", "suggest",
+                       "viewer"})
+
+
 async def to_content(server: Server, request: Request) -> Response:
     """Any other URL ``/X`` (kiwix-serve 3.3's ``/BOOK/PATH`` among them): a redirect to
-    ``/content/X``, its query kept, as the newest kiwix-serve."""
+    ``/content/X``, its query kept, as the newest kiwix-serve; 404 under an endpoint's name."""
     rest = request.path_params.get("rest", "")
+    first = rest.split("/", 1)[0]
+    if first in ENDPOINTS or (first == "download" and server.downloads):
+        raise HTTPError(404, "No such page.")
     query = request.url.query
     target = f"{quote(root_of(request), safe='/')}/content/{quote(rest, safe='/')}"
     return redirect(target + ("?" + quote(query, safe="&=+%;,/:@") if query else ""))

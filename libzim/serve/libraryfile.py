@@ -102,9 +102,11 @@ class Source:
     ``archives``: ZIM files and folders (``zim serve ARCHIVE...``);
     ``library_files``: kiwix-manage library files (``--library``), merged in
     order (the first book of a name wins, as kiwix-serve). ``skip_invalid``:
-    an unreadable archive is logged and skipped instead of failing (books a
-    library file lists whose file is missing are always skipped, logged: kiwix
-    counts them as remote books). ``date_aliases``: kiwix-serve ``-z``.
+    an unreadable archive is logged and skipped instead of failing. A library
+    file's book whose file is missing (or that has only a ``url``) is a *remote*
+    book, as kiwix counts it: the library's ``remote`` records
+    (:func:`libzim.serve.bookquery.remote_record`), which the catalog lists in
+    catalog-only mode and counts in its languages and categories. ``date_aliases``: kiwix-serve ``-z``.
     ``search_cache``: how many searches being paged are kept (LRU) for their next pages.
     """
 
@@ -125,19 +127,19 @@ class Source:
                 out.append((f, 0, -1))
         return tuple(out)
 
-    def _entries(self) -> Iterable[tuple[Path, dict[str, str] | None]]:
+    def _entries(self, remote: list[dict[str, str]] | None = None) -> Iterable[tuple[Path, dict[str, str] | None]]:
+        """The archives to open; the books without a local file go to ``remote``."""
         for path in find_archives(self.archives):
             yield path, None
         for lf in self.library_files:
             for info in read_library_file(lf):
-                if not info.get("path"):
-                    log.warning("%s: a book without a path (id %s): skipped", lf, info.get("id", "?")[:80])
+                if not info.get("path") or not Path(info["path"]).is_file():
+                    log.info("%s: %s: no local file: a remote book (listed, not served)", lf,
+                             (info.get("path") or info.get("id", "?"))[:200])
+                    if remote is not None:
+                        remote.append(info)
                     continue
-                path = Path(info["path"])
-                if not path.is_file():
-                    log.warning("%s: %s: no such file (a remote book?): skipped", lf, path)
-                    continue
-                yield path, info
+                yield Path(info["path"]), info
 
     def load(self, previous: Library | None = None) -> Library:
         """A new Library from the sources; books of ``previous`` whose file is unchanged
@@ -151,7 +153,8 @@ class Source:
                     keep[b.stamp] = b
         books: list[Book] = []
         names: set[str] = set()
-        for path, info in self._entries():
+        remote_infos: list[dict[str, str]] = []
+        for path, info in self._entries(remote_infos):
             name = book_name_from_path(path)
             if name in names:
                 log.warning("%s: the book name %s is taken already: only the first is served", path, name)
@@ -163,6 +166,8 @@ class Source:
                     book = _reused(old, path, info)
                 else:
                     book = Book.open(name, path, info)
+                if info is not None:
+                    _as_the_file_says(book, info)
             except Exception as e:  # noqa: BLE001 - any archive libzim cannot read
                 if not self.skip_invalid:
                     raise
@@ -172,7 +177,24 @@ class Source:
             books.append(book)
         lib = Library(books=books, date_aliases=self.date_aliases, search_cache=self.search_cache)
         lib.source = self
+        from .bookquery import remote_record  # the catalog's module; imported late: it needs the native index
+
+        ids = {b.uuid for b in books}
+        lib.remote = []  # type: ignore[attr-defined]
+        for info in remote_infos:
+            rec = remote_record(info)
+            if rec is not None and rec.uuid not in ids:
+                ids.add(rec.uuid)
+                lib.remote.append(rec)  # type: ignore[attr-defined]
         return lib
+
+
+def _as_the_file_says(book: Book, info: dict[str, str]) -> None:
+    """What kiwix takes from the library file even where it says nothing (libkiwix's
+    Book::updateFromXml): the flavour, and the illustration (a 48-pixel one only when
+    the file gives a favicon and its MIME type; the archive's own are not listed)."""
+    book.flavour = info.get("flavour", "")
+    book.illustration_sizes = (48,) if info.get("favicon") and info.get("faviconMimeType") else ()
 
 
 def _reused(old: Book, path: Path, info: dict[str, str] | None) -> Book:

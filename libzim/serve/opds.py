@@ -12,10 +12,9 @@ from typing import Sequence
 from urllib.parse import quote
 
 from .library import Book
-from .pages import esc
 
 __all__ = ["ACQUISITION", "ENTRY", "NAVIGATION", "OPENSEARCH", "categories_feed", "download_url", "entries_feed",
-           "entry_document", "languages_feed", "root_feed", "searchdescription"]
+           "entry_document", "languages_feed", "legacy_feed", "root_feed", "searchdescription", "xesc"]
 
 ACQUISITION = "application/atom+xml;profile=opds-catalog;kind=acquisition;charset=utf-8"
 NAVIGATION = "application/atom+xml;profile=opds-catalog;kind=navigation;charset=utf-8"
@@ -43,8 +42,14 @@ def feed_uuid(*parts: str) -> str:
     return str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, "/".join(parts)))
 
 
+def xesc(text: object) -> str:
+    """Escape as kiwix's templates do ({{value}}: &, <, >, both quotes; ' as &apos;)."""
+    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;").replace("'", "&apos;"))
+
+
 def _q(root: str) -> str:
-    return esc(quote(root, safe="/"))
+    return xesc(quote(root, safe="/"))
 
 
 def download_url(book: str, root: str = "") -> str:
@@ -52,86 +57,107 @@ def download_url(book: str, root: str = "") -> str:
     return f"{quote(root, safe='/')}/download/{quote(book, safe='')}.zim"
 
 
-def _links(b: Book, root: str, content_root: str | None, downloads: bool) -> str:
-    out = []
-    sizes = list(b.illustration_sizes) or ([48] if b.favicon else [])
-    for size in sizes:
-        out.append(f'    <link rel="http://opds-spec.org/image/thumbnail" '
-                   f'href="{_q(root)}/catalog/v2/illustration/{esc(quote(b.uuid, safe=""))}/?size={size}" '
-                   f'type="image/png;width={size};height={size};scale=1"/>\n')
-    if content_root is not None:
-        out.append(f'    <link type="text/html" href="{esc(content_root)}/content/{esc(quote(b.name, safe=""))}" />\n')
+def _acquisition(b: Book, root: str, downloads: bool) -> str:
     if downloads and b.file is not None:
-        out.append(f'    <link rel="http://opds-spec.org/acquisition/open-access" type="application/x-zim" '
-                   f'href="{esc(download_url(b.name, root))}" length="{b.size}" />\n')
+        href, size = download_url(b.name, root), b.size
     elif b.url:
-        out.append(f'    <link rel="http://opds-spec.org/acquisition/open-access" type="application/x-zim" '
-                   f'href="{esc(b.url)}" length="{b.size}" />\n')
-    return "".join(out)
+        href, size = b.url, b.size
+    else:
+        return ""
+    return (f'    <link rel="http://opds-spec.org/acquisition/open-access" type="application/x-zim" '
+            f'href="{xesc(href)}" length="{size}" />\n')
 
 
 def entry(b: Book, root: str, content_root: str | None, downloads: bool = False) -> str:
-    """One complete ``<entry>`` (what Kiwix clients read of a book)."""
+    """One complete ``<entry>`` (what Kiwix clients read of a book), as kiwix's
+    catalog_v2_entry.xml template writes it (its blank-line quirks included)."""
+    sizes = list(b.illustration_sizes) or ([48] if b.favicon else [])
+    icons = "".join(f'<link rel="http://opds-spec.org/image/thumbnail"\n'
+                    f'          href="{_q(root)}/catalog/v2/illustration/{quote(b.uuid, safe="")}/?size={size}"\n'
+                    f'          type="image/png;width={size};height={size};scale=1"/>\n    ' for size in sizes)
+    content = (f'<link type="text/html" href="{xesc(content_root)}/content/{quote(b.name, safe="")}" />\n'
+               if content_root is not None else "")
     return (
         "  <entry>\n"
-        f"    <id>urn:uuid:{esc(b.uuid)}</id>\n    <title>{esc(b.title)}</title>\n"
-        f"    <updated>{_iso_date(b.date)}</updated>\n    <summary>{esc(b.description)}</summary>\n"
-        f"    <language>{esc(b.language)}</language>\n    <name>{esc(b.meta_name or b.name)}</name>\n"
-        f"    <flavour>{esc(b.flavour)}</flavour>\n    <category>{esc(b.category)}</category>\n"
-        f"    <tags>{esc(b.tags)}</tags>\n    <articleCount>{b.article_count}</articleCount>\n"
-        f"    <mediaCount>{b.media_count}</mediaCount>\n{_links(b, root, content_root, downloads)}"
-        f"    <author>\n      <name>{esc(b.creator)}</name>\n    </author>\n"
-        f"    <publisher>\n      <name>{esc(b.publisher)}</name>\n    </publisher>\n"
-        f"    <dc:issued>{_iso_date(b.date)}</dc:issued>\n  </entry>\n"
+        f"    <id>urn:uuid:{xesc(b.uuid)}</id>\n    <title>{xesc(b.title)}</title>\n"
+        f"    <updated>{_iso_date(b.date)}</updated>\n    <summary>{xesc(b.description)}</summary>\n"
+        f"    <language>{xesc(b.language)}</language>\n    <name>{xesc(b.meta_name or b.name)}</name>\n"
+        f"    <flavour>{xesc(b.flavour)}</flavour>\n    <category>{xesc(b.category)}</category>\n"
+        f"    <tags>{xesc(b.tags)}</tags>\n    <articleCount>{b.article_count}</articleCount>\n"
+        f"    <mediaCount>{b.media_count}</mediaCount>\n    {icons}{content}"
+        f"    <author>\n      <name>{xesc(b.creator)}</name>\n    </author>\n"
+        f"    <publisher>\n      <name>{xesc(b.publisher)}</name>\n    </publisher>\n"
+        f"    <dc:issued>{_iso_date(b.date)}</dc:issued>\n{_acquisition(b, root, downloads)}  </entry>\n"
     )
 
 
 def _partial(b: Book, root: str) -> str:
     return (
         "  <entry>\n"
-        f"    <id>urn:uuid:{esc(b.uuid)}</id>\n    <title>{esc(b.title)}</title>\n"
+        f"    <id>urn:uuid:{xesc(b.uuid)}</id>\n    <title>{xesc(b.title)}</title>\n"
         f"    <updated>{_iso_date(b.date)}</updated>\n"
-        f'    <link rel="alternate" href="{_q(root)}/catalog/v2/entry/{esc(quote(b.uuid, safe=""))}" '
-        'type="application/atom+xml;type=entry;profile=opds-catalog"/>\n  </entry>\n'
+        f'    <link rel="alternate"\n          href="{_q(root)}/catalog/v2/entry/{quote(b.uuid, safe="")}"\n'
+        '          type="application/atom+xml;type=entry;profile=opds-catalog"/>\n  </entry>\n'
     )
 
 
+def _link(rel: str, href: str, kind: str) -> str:
+    return f'  <link rel="{rel}"\n        href="{xesc(href)}"\n        type="{kind}"/>\n'
+
+
 def entries_feed(books: Sequence[Book], library_id: str, total: int, start: int, query: str, root: str,
-                 content_root: str | None, partial: bool = False, downloads: bool = False,
-                 endpoint: str = "/catalog/v2") -> str:
-    """An acquisition feed (``entries``, ``partial_entries``, legacy ``/catalog/search``):
-    ``query`` is the request's query string (a filtered feed says so, with its counts)."""
+                 content_root: str | None, partial: bool = False, downloads: bool = False) -> str:
+    """An acquisition feed (``entries``, ``partial_entries``): ``query`` is the request's
+    query string (a filtered feed says so, with its counts)."""
     kind = "/partial_entries" if partial else "/entries"
-    self_url = f"{quote(root, safe='/')}{endpoint}{kind}" + (f"?{query}" if query else "")
-    title = f"Filtered Entries ({esc(query)})" if query else "All Entries"
+    ep = quote(root, safe="/") + "/catalog/v2"
+    title = f"Filtered Entries ({xesc(query)})" if query else "All Entries"
     counts = (f"  <totalResults>{total}</totalResults>\n  <startIndex>{start}</startIndex>\n"
-              f"  <itemsPerPage>{len(books)}</itemsPerPage>\n") if query else ""
+              f"  <itemsPerPage>{len(books)}</itemsPerPage>\n") if query else "\n"  # kiwix's blank line
     body = "".join(_partial(b, root) if partial else entry(b, root, content_root, downloads) for b in books)
     return (
         _HEAD + '<feed xmlns="http://www.w3.org/2005/Atom"\n      xmlns:dc="http://purl.org/dc/terms/"\n'
         '      xmlns:opds="https://specs.opds.io/opds-1.2"\n'
         '      xmlns:opensearch="http://a9.com/-/spec/opensearch/1.1/">\n'
-        f"  <id>{feed_uuid(library_id, kind, query)}</id>\n"
-        f'  <link rel="self" href="{esc(self_url)}" type="{_ACQ}"/>\n'
-        f'  <link rel="start" href="{_q(root)}/catalog/v2/root.xml" type="{_NAV}"/>\n'
-        f'  <link rel="up" href="{_q(root)}/catalog/v2/root.xml" type="{_NAV}"/>\n'
-        f"  <title>{title}</title>\n  <updated>{_now()}</updated>\n{counts}{body}</feed>\n"
+        f"  <id>{feed_uuid(library_id, kind, query)}</id>\n\n"
+        + _link("self", ep + kind + (f"?{query}" if query else ""), _ACQ)
+        + _link("start", ep + "/root.xml", _NAV) + _link("up", ep + "/root.xml", _NAV)
+        + f"\n  <title>{title}</title>\n  <updated>{_now()}</updated>\n{counts}{body}</feed>\n"
+    )
+
+
+def legacy_feed(books: Sequence[Book], library_id: str, total: int, start: int, query: str | None, root: str,
+                content_root: str | None, downloads: bool = False) -> str:
+    """The legacy OPDS feed (``/catalog/root.xml``: ``query`` None; ``/catalog/search``),
+    as kiwix's catalog_entries.xml writes it (no XML declaration)."""
+    filtered = query is not None
+    head = (f"  <title>Filtered zims ({xesc(query)})</title>\n" if filtered else "  <title>All zims</title>\n")
+    counts = (f"  <totalResults>{total}</totalResults>\n  <startIndex>{start}</startIndex>\n"
+              f"  <itemsPerPage>{len(books)}</itemsPerPage>\n") if filtered else "\n"  # kiwix's blank line
+    return (
+        '<feed xmlns="http://www.w3.org/2005/Atom"\n      xmlns:dc="http://purl.org/dc/terms/"\n'
+        '      xmlns:opds="http://opds-spec.org/2010/catalog">\n'
+        f"  <id>{feed_uuid(library_id, 'legacy', query or '')}</id>\n{head}  <updated>{_now()}</updated>\n{counts}"
+        '  <link rel="self" href="" type="application/atom+xml" />\n'
+        '  <link rel="search" type="application/opensearchdescription+xml" '
+        f'href="{_q(root)}/catalog/searchdescription.xml" />\n'
+        + "".join(entry(b, root, content_root, downloads) for b in books) + "</feed>\n"
     )
 
 
 def entry_document(b: Book, root: str, content_root: str | None, downloads: bool = False) -> str:
-    """``/catalog/v2/entry/UUID``: one complete entry as its own document."""
-    text = entry(b, root, content_root, downloads).replace(
-        "  <entry>\n", '<entry xmlns="http://www.w3.org/2005/Atom"\n       xmlns:dc="http://purl.org/dc/terms/"\n'
-                       '       xmlns:opds="http://opds-spec.org/2010/catalog">\n', 1)
-    return _HEAD + text.replace("\n  ", "\n").rstrip() + "\n"
+    """``/catalog/v2/entry/UUID``: one complete entry as its own document. kiwix writes the
+    feed's entry as it is, whose ``dc:`` prefix is then unbound (not namespace-well-formed
+    XML); ours declares the Atom and Dublin Core namespaces on it, the rest byte for byte."""
+    return _HEAD + entry(b, root, content_root, downloads).replace(
+        "  <entry>\n", '  <entry xmlns="http://www.w3.org/2005/Atom" xmlns:dc="http://purl.org/dc/terms/">\n', 1)
 
 
 def _nav_entry(title: str, href: str, kind: str, entry_id: str, text: str, extra: str = "") -> str:
-    return (f"  <entry>\n    <title>{esc(title)}</title>\n{extra}"
-            f'    <link rel="subsection" href="{esc(href)}" type="{kind}"/>\n'
+    return (f"  <entry>\n    <title>{xesc(title)}</title>\n{extra}"
+            f'    <link rel="subsection"\n          href="{xesc(href)}"\n          type="{kind}"/>\n'
             f"    <updated>{_now()}</updated>\n    <id>{entry_id}</id>\n"
-            + (f'    <content type="text">{esc(text)}</content>\n' if text else "") + "  </entry>\n")
+            + (f'    <content type="text">{xesc(text)}</content>\n' if text else "") + "  </entry>\n")
 
 
 def root_feed(library_id: str, root: str) -> str:
@@ -146,10 +172,9 @@ def root_feed(library_id: str, root: str) -> str:
     return (
         _HEAD + '<feed xmlns="http://www.w3.org/2005/Atom"\n      xmlns:opds="https://specs.opds.io/opds-1.2">\n'
         f"  <id>{feed_uuid(library_id)}</id>\n"
-        f'  <link rel="self" href="{esc(ep)}/root.xml" type="{_NAV}"/>\n'
-        f'  <link rel="start" href="{esc(ep)}/root.xml" type="{_NAV}"/>\n'
-        f'  <link rel="search" href="{esc(ep)}/searchdescription.xml" type="{OPENSEARCH}"/>\n'
-        f"  <title>OPDS Catalog Root</title>\n  <updated>{_now()}</updated>\n\n{entries}</feed>\n"
+        + _link("self", ep + "/root.xml", _NAV) + _link("start", ep + "/root.xml", _NAV)
+        + _link("search", ep + "/searchdescription.xml", OPENSEARCH)
+        + f"  <title>OPDS Catalog Root</title>\n  <updated>{_now()}</updated>\n\n{entries}</feed>\n"
     )
 
 
@@ -162,39 +187,42 @@ def categories_feed(categories: Sequence[str], library_id: str, root: str) -> st
     return (
         _HEAD + '<feed xmlns="http://www.w3.org/2005/Atom"\n      xmlns:opds="https://specs.opds.io/opds-1.2">\n'
         f"  <id>{feed_uuid(library_id, 'categories')}</id>\n"
-        f'  <link rel="self" href="{esc(ep)}/categories" type="{_NAV}"/>\n'
-        f'  <link rel="start" href="{esc(ep)}/root.xml" type="{_NAV}"/>\n'
-        f"  <title>List of categories</title>\n  <updated>{_now()}</updated>\n\n{entries}</feed>\n"
+        + _link("self", ep + "/categories", _NAV) + _link("start", ep + "/root.xml", _NAV)
+        + f"  <title>List of categories</title>\n  <updated>{_now()}</updated>\n\n{entries}</feed>\n"
     )
 
 
-def languages_feed(languages: Sequence[tuple[str, int]], library_id: str, root: str) -> str:
-    """``/catalog/v2/languages``: one navigation entry per language code, with its book
-    count (the title is the code: kiwix writes the language's own name, from ICU)."""
+def languages_feed(languages: Sequence[tuple[str, str, int]], library_id: str, root: str) -> str:
+    """``/catalog/v2/languages``: one navigation entry per language (code, its own
+    name, book count)."""
     ep = quote(root, safe="/") + "/catalog/v2"
-    entries = "".join(_nav_entry(code, f"{ep}/entries?lang={quote(code, safe='')}", _ACQ,
+    entries = "".join(_nav_entry(name, f"{ep}/entries?lang={quote(code, safe=',')}", _ACQ,
                                  feed_uuid(library_id, "languages", code), "",
-                                 f"    <dc:language>{esc(code)}</dc:language>\n    <thr:count>{n}</thr:count>\n")
-                      for code, n in languages)
+                                 f"    <dc:language>{xesc(code)}</dc:language>\n    <thr:count>{n}</thr:count>\n")
+                      for code, name, n in languages)
     return (
         _HEAD + '<feed xmlns="http://www.w3.org/2005/Atom"\n      xmlns:dc="http://purl.org/dc/terms/"\n'
         '      xmlns:opds="https://specs.opds.io/opds-1.2"\n'
         '      xmlns:thr="http://purl.org/syndication/thread/1.0">\n'
         f"  <id>{feed_uuid(library_id, 'languages')}</id>\n"
-        f'  <link rel="self" href="{esc(ep)}/languages" type="{_NAV}"/>\n'
-        f'  <link rel="start" href="{esc(ep)}/root.xml" type="{_NAV}"/>\n'
-        f"  <title>List of languages</title>\n  <updated>{_now()}</updated>\n\n{entries}</feed>\n"
+        + _link("self", ep + "/languages", _NAV) + _link("start", ep + "/root.xml", _NAV)
+        + f"  <title>List of languages</title>\n  <updated>{_now()}</updated>\n\n{entries}</feed>\n"
     )
 
 
 def searchdescription(root: str, what: str) -> str:
-    """An OpenSearch description: of the catalog (``what`` "catalog") or of the
-    full-text search (``what`` "search")."""
+    """An OpenSearch description: of the catalog (``what`` "catalog"), of the legacy
+    catalog ("legacy") or of the full-text search ("search"). The template's ``&`` are
+    written as kiwix writes them (unescaped: clients read the template as text)."""
     r = quote(root, safe="/")
     if what == "catalog":
         template = (f"{r}/catalog/v2/entries?q={{searchTerms?}}&lang={{language?}}&name={{k:name?}}"
                     "&tag={k:tag?}&maxsize={k:maxsize?}&count={count?}&start={startIndex?}")
         name, desc, kind = "Zim catalog search", "Search zim files in the catalog.", _ACQ
+    elif what == "legacy":
+        template = (f"{r}/catalog/search?q={{searchTerms?}}&lang={{language?}}&name={{k:name?}}"
+                    "&tag={k:tag?}&notag={k:notag?}&maxsize={k:maxsize?}&count={count?}&start={startIndex?}")
+        name, desc, kind = "Zim catalog search", "Search zim files in the catalog.", "application/atom+xml;profile=opds-catalog"
     else:
         template = (f"{r}/search?pattern={{searchTerms}}&books.name={{k:name?}}&format=xml"
                     "&start={startIndex?}&pageLength={count?}")
@@ -204,5 +232,6 @@ def searchdescription(root: str, what: str) -> str:
         f"  <ShortName>{name}</ShortName>\n  <Description>{desc}</Description>\n"
         f'  <Url type="{kind}"\n       xmlns:atom="http://www.w3.org/2005/Atom"\n'
         '       xmlns:k="http://kiwix.org/opensearchextension/1.0"\n       indexOffset="0"\n'
-        f'       template="{esc(template)}"/>\n</OpenSearchDescription>\n'
+        f'       template="{xesc(template) if what == "search" else template.replace(chr(34), "%22")}"/>\n'
+        "</OpenSearchDescription>\n"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Literal
 
 from starlette.requests import Request
@@ -35,11 +36,16 @@ def search_books(server: Server, request: Request) -> list[Book]:
             raise HTTPError(400, f"No such book id: {i}")
         books.append(b)
     if not books and any(k.startswith("books.filter.") for k in request.query_params):
-        books = [b for b in filter_books(server, list(lib.books.values()), request.query_params, "books.filter.")
+        books = [b for b in filter_books(server, request.query_params, "books.filter.", remote=False)
                  if b.archive.has_fulltext_index]
         if not books:
             raise HTTPError(400, "No book matches the selection (books.filter.*).")
+    limit = server.options.search_limit
     if not books:
+        # kiwix-serve counts every book of the library against -s when none is selected
+        if limit and len(lib.books) > limit:
+            raise HTTPError(400, f"A search may cover at most {limit} book(s) here (--searchLimit); "
+                                 f"select some of the library's {len(lib.books)} (content=..., books.filter.*).")
         books = lib.searchable()
         if not books:
             raise HTTPError(404, "No book of this library has a full-text index.")
@@ -48,11 +54,19 @@ def search_books(server: Server, request: Request) -> list[Book]:
         if not b.archive.has_fulltext_index:  # kiwix-serve: 404 "fulltext-search-unavailable"
             raise HTTPError(404, f"The full-text search is not available for {b.name}")
         seen.setdefault(b.name, b)
-    limit = server.options.search_limit
     if limit and len(seen) > limit:
         raise HTTPError(400, f"A search may cover at most {limit} book(s) here (--searchLimit); "
                              f"it asked for {len(seen)}.")
     return sorted(seen.values(), key=lambda b: b.name)
+
+
+def unaccented(text: str) -> str:
+    """``text`` without its accents (marks), as libzim indexes the words: "jàzz" finds
+    what "jazz" finds, as with kiwix-serve."""
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFC", "".join(
+        c for c in unicodedata.normalize("NFD", text) if not unicodedata.category(c).startswith("M")))
 
 
 def _search(server: Server, books: tuple[Book, ...], pattern: str, start: int,
@@ -75,14 +89,19 @@ async def search(server: Server, request: Request) -> Response:
     """``/search``: a page of results as HTML, or RSS with ``format=xml``."""
     q = request.query_params
     pattern = q.get("pattern", "")
-    if not pattern.strip():
+    selected = any(k in ("content", "books.name", "books.id") or k.startswith("books.filter.") for k in q)
+    if not pattern.strip() and not selected:
         raise HTTPError(400, "No query provided (pattern=...).")
     if len(pattern) > server.limits.max_query_chars:
         raise HTTPError(400, f"The query is longer than {server.limits.max_query_chars} characters.")
-    books = search_books(server, request)
+    books = await server.run(search_books, server, request)  # books.filter.* may build the catalog index
     start = server.int_param(request, "start", 0, 0)  # 0-based, as libkiwix 14.1+
     length = server.int_param(request, "pageLength", 25, 0, server.limits.max_page_length) or 25  # 0: the default
-    total, hits = await server.run(_search, server, tuple(books), pattern, start, length, priority=SLOW)
+    if pattern.strip():
+        total, hits = await server.run(_search, server, tuple(books), unaccented(pattern.strip()), start, length,
+                                       priority=SLOW)
+    else:  # a book but nothing to look for: an empty page, as kiwix's (EmptyPatternSearchDoesNotError)
+        total, hits = 0, []
     names = [b.name for b in books]
     if q.get("format") == "xml":
         body = pages.search_rss(names, pattern, total, start, length, hits, root_of(request))

@@ -21,7 +21,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from . import pages
-from .core import GET, NO_CACHE, HTTPError, Options, Server, endpoint, root_of
+from .core import GET, NO_CACHE, HTTPError, Options, Server, bytes_response, endpoint, root_of
 from .library import Book
 from .viewer_assets import ASSET_VERSION, VIEWER_CSS, VIEWER_JS
 
@@ -180,6 +180,10 @@ def _send(request: Request, body: str | bytes, mimetype: str, csp: str | None, c
     headers = {"Cache-Control": cache, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin"}
     if csp:
         headers["Content-Security-Policy"] = csp
+    if status == 200 and etag is None and cache == NO_CACHE:  # a generated page: gzipped and tagged as the others
+        r = bytes_response(request, data, mimetype)
+        r.headers.update(headers)
+        return r
     if etag:
         headers["ETag"] = etag
         inm = request.headers.get("if-none-match", "")
