@@ -90,12 +90,12 @@ class Catalogue:
             books = tuple(b for b in self.library.books.values() if b.name in wanted)
             if searchable:
                 for b in books:
-                    if not b.archive.has_fulltext_index:
+                    if b.has_fulltext_index is False:
                         raise ToolInputError(f"archive {b.name!r} has no full-text index: use suggest for titles")
             return books
         books = tuple(self.library.books.values())
         if searchable:
-            books = tuple(b for b in books if b.archive.has_fulltext_index)
+            books = tuple(b for b in books if b.has_fulltext_index is not False)
             if not books:
                 raise ToolInputError("no archive has a full-text index: use suggest for titles")
         return books

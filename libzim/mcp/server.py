@@ -13,6 +13,9 @@ import hmac
 import ipaddress
 from typing import Any, Callable
 
+from libzim._cache import lease_scope
+from libzim.serve.shelf import BookUnavailable
+
 from .catalogue import Catalogue, ToolInputError
 from .tools import Tools
 
@@ -42,13 +45,19 @@ DESCRIPTIONS = {
 
 def _tool_error(fn: Callable[..., str]) -> Callable[..., str]:
     """Our ToolInputError as the SDK's ToolError: a tool result marked as an error with
-    the message, not the SDK's "Error executing tool" for an unexpected exception."""
+    the message, not the SDK's "Error executing tool" for an unexpected exception. The
+    call runs in a lease scope: the archives it opens stay open until it returns, even
+    if the library's shelf evicts them meanwhile; an archive that cannot be opened is
+    an error result."""
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> str:
         try:
-            return fn(*args, **kwargs)
+            with lease_scope():
+                return fn(*args, **kwargs)
         except ToolInputError as e:
             raise ToolError(str(e)) from None
+        except BookUnavailable as e:
+            raise ToolError(e.message) from None
     return call
 
 

@@ -155,7 +155,7 @@ class Tools:
         for b in self.catalogue.books.values():
             rows.append({"name": b.name, "title": b.title, "description": b.description,
                          "language": b.language, "articles": b.article_count,
-                         "fulltext": bool(b.archive.has_fulltext_index), "date": b.date, "main": b.main_path})
+                         "fulltext": b.has_fulltext_index is not False, "date": b.date, "main": b.main_path})
         return _json({"archives": rows})
 
     def random(self, archive: str) -> str:

@@ -5,13 +5,17 @@ A library file lists books (``<book id=... path=... title=... />``); a relative
 DTD refused outright (so no entity can expand: no "billion laughs", no
 external entity), within a size and a book-count bound; a value that is not a
 sane number is ignored. A path may lead anywhere (kiwix-manage writes absolute
-ones too), but only a readable ZIM archive becomes a book: a path to any other
-file is an invalid archive, never served.
+ones too), but only a file that starts as a ZIM archive does becomes a book: a
+path to any other file is an invalid archive, never served (a damaged archive is
+found when first opened: its pages are error pages, see :mod:`libzim.serve.shelf`).
 
 :class:`Source` remembers where a library came from and rebuilds it: on a
 reload (SIGHUP, or ``--monitorLibrary`` seeing a file change), the books whose
 file is unchanged keep their open Archive, a replaced file is opened anew, a
-removed book goes; requests under way keep the Book they started with.
+removed book goes (what it had open is closed when the requests using it end);
+requests under way keep the Book they started with. Books are records: archives
+are opened on first use by the library's shelf (:mod:`libzim.serve.shelf`), which
+a reloaded library keeps.
 """
 
 from __future__ import annotations
@@ -22,9 +26,11 @@ import os
 import xml.parsers.expat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
+from .bookinfo import InfoCache, file_key, looks_like_zim
 from .library import Book, Library, book_name_from_path, file_stamp, find_archives
+from .shelf import CacheSizes, Shelf, default_sizes
 
 __all__ = ["LibraryFileError", "Source", "read_library_file"]
 
@@ -105,7 +111,10 @@ class Source:
     an unreadable archive is logged and skipped instead of failing (books a
     library file lists whose file is missing are always skipped, logged: kiwix
     counts them as remote books). ``date_aliases``: kiwix-serve ``-z``.
-    ``search_cache``: how many searches being paged are kept (LRU) for their next pages.
+    ``search_cache``: how many searches being paged are kept (LRU) for their next pages;
+    ``sizes``: the shelf's caches (default: from the open-file limit, with ``search_cache``);
+    ``info``: the record cache (:class:`~libzim.serve.bookinfo.InfoCache`; default: in
+    memory only, so every start reads each archive given as a path once).
     """
 
     archives: list[str] = field(default_factory=list)
@@ -113,6 +122,8 @@ class Source:
     skip_invalid: bool = False
     date_aliases: bool = False
     search_cache: int = 64
+    sizes: CacheSizes | None = None
+    info: InfoCache | None = None
 
     def stamp(self) -> tuple[tuple[str, int, int], ...]:
         """The library files' modification times and sizes: a change means a reload."""
@@ -140,10 +151,16 @@ class Source:
                 yield path, info
 
     def load(self, previous: Library | None = None) -> Library:
-        """A new Library from the sources; books of ``previous`` whose file is unchanged
-        are kept as they are (their Archive stays open). Raises LibraryFileError for a
-        bad library file, or what Archive() raises for a bad archive (without
-        ``skip_invalid``)."""
+        """A new Library from the sources, its books known without opening them: an
+        archive given as a path is read once for its record (unless the record cache has
+        it) and closed; a library file's book takes what the file says and what the cache
+        knows, its file only checked to start as a ZIM file does (4 bytes), unless the
+        file lacks its title or article count (not kiwix-manage's): then it is read as a path. Books of
+        ``previous`` whose file is unchanged are kept as they are, and its shelf (their
+        open archives and searchers); what is open of books gone is closed. Raises
+        LibraryFileError for a bad library file, or what Archive() raises for a bad
+        archive (without ``skip_invalid``)."""
+        shelf = previous.shelf if previous is not None else Shelf(self.sizes or _sizes(self.search_cache), self.info)
         keep: dict[tuple[str, int, int], Book] = {}
         if previous is not None:
             for b in previous.books.values():
@@ -161,8 +178,12 @@ class Source:
                 old = keep.get(key) if key is not None else None
                 if old is not None and old.name == name:
                     book = _reused(old, path, info)
+                elif info is None:
+                    book = Book.from_record(name, path, shelf.info.read(path), shelf=shelf)
+                elif not (info.get("title") and info.get("articleCount")):  # a file not from kiwix-manage
+                    book = Book.from_record(name, path, shelf.info.read(path), info, shelf=shelf)
                 else:
-                    book = Book.open(name, path, info)
+                    book = Book.from_record(name, path, _known(shelf, path), info, shelf=shelf)
             except Exception as e:  # noqa: BLE001 - any archive libzim cannot read
                 if not self.skip_invalid:
                     raise
@@ -170,9 +191,26 @@ class Source:
                 continue
             names.add(name)
             books.append(book)
-        lib = Library(books=books, date_aliases=self.date_aliases, search_cache=self.search_cache)
+        lib = Library(books=books, date_aliases=self.date_aliases, shelf=shelf)
         lib.source = self
+        if previous is not None:
+            shelf.forget({b.key for b in previous.books.values()} - {b.key for b in books})
         return lib
+
+
+def _sizes(search_cache: int) -> CacheSizes:
+    d = default_sizes()
+    return CacheSizes(d.archives, d.searchers, d.suggesters, search_cache)
+
+
+def _known(shelf: Shelf, path: Path) -> dict[str, Any] | None:
+    """The cached record of a library file's archive, or None once its file was seen to
+    start as a ZIM file does (the rest is learnt when it is first opened); ValueError
+    for any other file, which never becomes a book."""
+    rec = shelf.info.get(file_key(path))
+    if rec is None and not looks_like_zim(path):
+        raise ValueError(f"{path}: not a ZIM archive (no ZIM magic number)")
+    return rec
 
 
 def _reused(old: Book, path: Path, info: dict[str, str] | None) -> Book:
