@@ -36,8 +36,8 @@ DESCRIPTIONS = {
             "from next_offset, or pass one of the returned headings as section.",
     "suggest": "Article titles matching a prefix or words (type-ahead, 'did you mean'); when 100+ titles "
                "start with the query, only those, in title order.",
-    "archives": "The archives available: name, title, description, language, article count, "
-                "fulltext (searchable), date.",
+    "archives": "The archives available, 100 at a time (page with offset): name, title, description, "
+                "language, article count, fulltext (searchable), date.",
     "random": "A random article of an archive.",
     "links": "An article's links to other articles of its archive (path, title, link text).",
 }
@@ -79,8 +79,8 @@ def create_server(catalogue: Catalogue, *, name: str = "zim") -> MCPServer[Any]:
     def suggest(query: str, archives: list[str] | None = None, limit: int = 10) -> str:
         return tools.suggest(query, archives, limit)
 
-    def archives() -> str:
-        return tools.archives()
+    def archives(offset: int = 0, limit: int = 100) -> str:
+        return tools.archives(offset, limit)
 
     def random(archive: str) -> str:
         return tools.random(archive)

@@ -126,10 +126,9 @@ class Book:
             size=_file_size(path), path=Path(path), archive_uuid=str(rec.get("uuid", "")), stamp=file_stamp(path),
             has_fulltext_index=rec.get("fulltext"), complete=record is not None, shelf=shelf)
         if info:
+            # (a library file's _ftindex: tag is not taken: kiwix-manage 3.3.0 writes
+            # _ftindex:no for archives whose index libkiwix 11 does not look for)
             book.apply(info)
-            if record is None and book.has_fulltext_index is None:
-                ft = {t for t in book.tag_list() if t.startswith("_ftindex:")}
-                book.has_fulltext_index = True if "_ftindex:yes" in ft else False if "_ftindex:no" in ft else None
         return book
 
     @classmethod
