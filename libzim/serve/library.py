@@ -15,6 +15,7 @@ import base64
 import itertools
 import os
 import re
+import stat
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from libzim.suggestion import SuggestionSearcher
 from .bookinfo import InfoCache, read_info
 from .shelf import BookUnavailable, CacheSizes, Shelf, default_sizes
 
-__all__ = ["Book", "BookUnavailable", "Library", "book_name_from_path", "find_archives"]
+__all__ = ["Book", "BookUnavailable", "FileFacts", "Library", "file_facts", "book_name_from_path", "find_archives"]
 
 
 def book_name_from_path(path: str | os.PathLike[str]) -> str:
@@ -108,13 +109,15 @@ class Book:
 
     @classmethod
     def from_record(cls, name: str, path: Path, record: dict[str, Any] | None,
-                    info: dict[str, str] | None = None, shelf: Shelf | None = None) -> Book:
+                    info: dict[str, str] | None = None, shelf: Shelf | None = None,
+                    facts: FileFacts | None = None) -> Book:
         """The book ``name`` of the archive at ``path``: its record (:mod:`.bookinfo`; None
         when it was never read: then ``complete`` is False) and what a library file says
         (``info``: its non-empty values win; see
         :func:`libzim.serve.libraryfile.read_library_file`)."""
         rec = record or {}
         tags = str(rec.get("tags", ""))
+        f = facts if facts is not None else file_facts(path)
         book = cls(
             name=name, title=str(rec.get("title") or name), description=str(rec.get("description", "")),
             language=str(rec.get("language", "")), creator=str(rec.get("creator", "")),
@@ -122,8 +125,8 @@ class Book:
             flavour=str(rec.get("flavour", "")), uuid=str(rec.get("uuid", "")),
             article_count=int(rec.get("article_count", 0)), media_count=int(rec.get("media_count", 0)),
             main_path=rec.get("main_path"), illustration_sizes=tuple(rec.get("illustration_sizes", ())),
-            file=_single_file(path), meta_name=str(rec.get("name", "")), category=category_from_tags(tags),
-            size=_file_size(path), path=Path(path), archive_uuid=str(rec.get("uuid", "")), stamp=file_stamp(path),
+            file=f.single_file, meta_name=str(rec.get("name", "")), category=category_from_tags(tags),
+            size=f.size, path=Path(path), archive_uuid=str(rec.get("uuid", "")), stamp=f.stamp,
             has_fulltext_index=rec.get("fulltext"), complete=record is not None, shelf=shelf)
         if info:
             # (a library file's _ftindex: tag is not taken: kiwix-manage 3.3.0 writes
@@ -242,30 +245,63 @@ def category_from_tags(tags: str) -> str:
 
 def file_stamp(path: Path) -> tuple[str, int, int] | None:
     """(realpath, mtime, inode) of the file, or None: a replaced file has another."""
+    return file_facts(path).stamp
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    """What a book needs of its file, from one stat and one realpath: ``real`` (its
+    real path, or "" when it cannot be stat'ed), ``size``, ``mtime_ns``, ``inode``,
+    ``regular`` (a regular file)."""
+
+    real: str
+    size: int = 0
+    mtime_ns: int = 0
+    inode: int = 0
+    regular: bool = False
+
+    @property
+    def stamp(self) -> tuple[str, int, int] | None:
+        """(realpath, mtime, inode), or None: what reloads compare."""
+        return (self.real, self.mtime_ns, self.inode) if self.real else None
+
+    @property
+    def key(self) -> tuple[str, int, int] | None:
+        """(realpath, size, mtime): the record cache's key (:func:`libzim.serve.bookinfo.file_key`)."""
+        return (self.real, self.size, self.mtime_ns) if self.real else None
+
+    @property
+    def single_file(self) -> Path | None:
+        """The archive's file when one whole ``.zim`` file holds it (what a download serves)."""
+        return Path(self.real) if self.regular and self.real.endswith(".zim") else None
+
+
+def file_facts(path: str | os.PathLike[str], dirs: dict[str, str] | None = None) -> FileFacts:
+    """The file's :class:`FileFacts`. ``dirs``: real paths of folders found so far (a
+    library of 10,000 books in one folder resolves that folder once, not each book's
+    every component: os.path.realpath lstat()s each one)."""
     try:
         st = os.stat(path)
     except OSError:
-        return None
-    return (os.path.realpath(path), st.st_mtime_ns, st.st_ino)
-
-
-def _file_size(path: Path) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
+        return FileFacts("")
+    absolute = os.path.abspath(path)
+    if dirs is None:
+        real = os.path.realpath(absolute)
+    else:
+        folder, base = os.path.split(absolute)
+        rfolder = dirs.get(folder)
+        if rfolder is None:
+            rfolder = dirs[folder] = os.path.realpath(folder)
+        real = os.path.join(rfolder, base)
+        if os.path.islink(real):
+            real = os.path.realpath(real)
+    return FileFacts(real, st.st_size, st.st_mtime_ns, st.st_ino, stat.S_ISREG(st.st_mode))
 
 
 def date_alias(name: str) -> str | None:
     """The book name without its ``_YYYY-MM`` end (kiwix-serve ``-z``), or None."""
     m = re.fullmatch(r"(.+)_[0-9]{4}-[0-9]{2}", name)
     return m.group(1) if m else None
-
-
-def _single_file(path: Path) -> Path | None:
-    """The archive's file when one whole ``.zim`` file holds it (what a download serves)."""
-    p = Path(os.path.realpath(path))
-    return p if p.suffix == ".zim" and p.is_file() else None
 
 
 def resolve(entry: Entry, limit: int = 50) -> Entry:
@@ -311,7 +347,9 @@ class Library:
                 continue
             book.shelf = shelf
             self.books[book.name] = book
-            if book.path is not None:
+            if book.stamp is not None:
+                self._by_file[book.stamp[0]] = book
+            elif book.path is not None:
                 self._by_file[os.path.realpath(book.path)] = book
             self._by_uuid.setdefault(book.uuid, book)
         shelf.info.save()

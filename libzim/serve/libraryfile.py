@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .bookinfo import InfoCache, file_key, looks_like_zim
-from .library import Book, Library, book_name_from_path, file_stamp, find_archives
+from .bookinfo import InfoCache, looks_like_zim
+from .library import Book, Library, book_name_from_path, file_facts, find_archives
 from .shelf import CacheSizes, Shelf, default_sizes
 
 __all__ = ["LibraryFileError", "Source", "read_library_file"]
@@ -168,22 +168,25 @@ class Source:
                     keep[b.stamp] = b
         books: list[Book] = []
         names: set[str] = set()
+        dirs: dict[str, str] = {}
         for path, info in self._entries():
             name = book_name_from_path(path)
             if name in names:
                 log.warning("%s: the book name %s is taken already: only the first is served", path, name)
                 continue
             try:
-                key = file_stamp(path)
+                facts = file_facts(path, dirs)
+                key = facts.stamp
                 old = keep.get(key) if key is not None else None
                 if old is not None and old.name == name:
                     book = _reused(old, path, info)
-                elif info is None:
-                    book = Book.from_record(name, path, shelf.info.read(path), shelf=shelf)
-                elif not (info.get("title") and info.get("articleCount")):  # a file not from kiwix-manage
-                    book = Book.from_record(name, path, shelf.info.read(path), info, shelf=shelf)
+                elif info is None or not (info.get("title") and info.get("articleCount")):
+                    # a path, or a library file not from kiwix-manage: the archive's record
+                    book = Book.from_record(name, path, shelf.info.read(path, facts.key), info, shelf=shelf,
+                                            facts=facts)
                 else:
-                    book = Book.from_record(name, path, _known(shelf, path), info, shelf=shelf)
+                    book = Book.from_record(name, path, _known(shelf, path, facts.key), info, shelf=shelf,
+                                            facts=facts)
             except Exception as e:  # noqa: BLE001 - any archive libzim cannot read
                 if not self.skip_invalid:
                     raise
@@ -203,11 +206,11 @@ def _sizes(search_cache: int) -> CacheSizes:
     return CacheSizes(d.archives, d.searchers, d.suggesters, search_cache)
 
 
-def _known(shelf: Shelf, path: Path) -> dict[str, Any] | None:
+def _known(shelf: Shelf, path: Path, key: tuple[str, int, int] | None) -> dict[str, Any] | None:
     """The cached record of a library file's archive, or None once its file was seen to
     start as a ZIM file does (the rest is learnt when it is first opened); ValueError
     for any other file, which never becomes a book."""
-    rec = shelf.info.get(file_key(path))
+    rec = shelf.info.get(key)
     if rec is None and not looks_like_zim(path):
         raise ValueError(f"{path}: not a ZIM archive (no ZIM magic number)")
     return rec
