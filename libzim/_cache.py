@@ -21,17 +21,24 @@ open it once: the second waits for the first's open (its failure too).
 
 from __future__ import annotations
 
+import resource
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
 from typing import Callable, Generic, Hashable, Iterator, TypeVar
 
-__all__ = ["LRUCache", "lease_scope"]
+__all__ = ["LRUCache", "lease_scope", "open_file_limit"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 _local = threading.local()
+
+
+def open_file_limit() -> int:
+    """The soft RLIMIT_NOFILE (1,048,576 when unlimited): what cache sizes derive from."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return 1 << 20 if soft == resource.RLIM_INFINITY or soft <= 0 else int(soft)
 
 
 class _Entry(Generic[V]):

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import logging
 import os
-import resource
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Hashable
 
-from libzim._cache import LRUCache
+from libzim._cache import LRUCache, open_file_limit
 from libzim.reader import Archive
 from libzim.search import Search, Searcher
 from libzim.suggestion import SuggestionSearcher
@@ -47,12 +46,6 @@ ARCHIVE_SHARE, SEARCHER_SHARE, SUGGESTER_SHARE = 8, 32, 32
 # Above these, memory rather than descriptors is what an open archive costs.
 MAX_ARCHIVES, MAX_SEARCHERS, MAX_SUGGESTERS = 2048, 512, 512
 MIN_SIZE = 4
-
-
-def open_file_limit() -> int:
-    """The soft RLIMIT_NOFILE (1,048,576 when unlimited)."""
-    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    return 1 << 20 if soft == resource.RLIM_INFINITY or soft <= 0 else int(soft)
 
 
 @dataclass(frozen=True)
