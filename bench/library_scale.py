@@ -174,6 +174,52 @@ def run_one(kind: str, n: int, lib: Path, touch: list[int], port: int, book_cach
         s.stop()
 
 
+def reload_gap(n: int, port: int, book_cache: Path, seconds: float = 4.0) -> dict[str, object]:
+    """zim serve on N books: 20 books read, then one client reads them in a loop for
+    ``seconds`` while SIGHUP reloads the library (twice); the longest gap between two
+    answers, against the same loop without a reload, and the .zim descriptors before
+    and after (unchanged books keep their open archives)."""
+    lib = kiwix_library(n)
+    s = Server("zim", lib, port, book_cache)
+
+    def zim_fds() -> int:
+        k = 0
+        for fd in os.listdir(f"/proc/{s.proc.pid}/fd"):
+            try:
+                k += os.readlink(f"/proc/{s.proc.pid}/fd/{fd}").endswith(".zim")
+            except OSError:
+                pass
+        return k
+
+    def loop(hup_at: tuple[float, ...]) -> tuple[float, int]:
+        urls = [s.content_url(f"book{i:05d}", "a3.html") for i in range(20)]
+        t0 = last = time.perf_counter()
+        gap, errors, k, pending = 0.0, 0, 0, list(hup_at)
+        while time.perf_counter() - t0 < seconds:
+            if pending and time.perf_counter() - t0 >= pending[0]:
+                pending.pop(0)
+                s.proc.send_signal(signal.SIGHUP)
+            status, _ = _get(urls[k % 20])
+            k += 1
+            errors += status != 200
+            now = time.perf_counter()
+            gap, last = max(gap, now - last), now
+        return gap, errors
+
+    try:
+        for i in range(20):
+            _get(s.content_url(f"book{i:05d}", "a3.html"))
+        before = zim_fds()
+        quiet, e1 = loop(())
+        reloading, e2 = loop((1.0, 2.5))
+        time.sleep(0.5)
+        return {"books": n, "longest_gap_quiet_ms": round(quiet * 1000, 1),
+                "longest_gap_reloading_ms": round(reloading * 1000, 1), "errors": e1 + e2,
+                "zim_fds_before": before, "zim_fds_after": zim_fds(), "loadavg": os.getloadavg()[0]}
+    finally:
+        s.stop()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--books", type=int, nargs="+", default=[100, 1000])
@@ -181,7 +227,16 @@ def main() -> int:
     ap.add_argument("--servers", nargs="+", default=["zim-cold", "zim-warm", "kiwix"])
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--port", type=int, default=18650)
+    ap.add_argument("--reload", action="store_true", help="measure the longest gap in answers during SIGHUP reloads")
     args = ap.parse_args()
+    if args.reload:
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "libzim-c" / "bench-bookinfo-reload.json"
+        rows = [reload_gap(n, args.port, cache) for n in args.books]
+        for row in rows:
+            print(json.dumps(row), flush=True)
+        if args.out:
+            args.out.write_text(json.dumps({"nofile": NOFILE, "reload": rows}, indent=1) + "\n")
+        return 0
     rows = []
     for n in args.books:
         lib = kiwix_library(n)
