@@ -84,13 +84,14 @@ def fds(pid: int) -> int:
 
 
 class Server:
-    def __init__(self, kind: str, lib: Path, port: int, book_cache: Path) -> None:
+    def __init__(self, kind: str, lib: Path, port: int, book_cache: Path, extra: list[str] | None = None) -> None:
         self.kind = kind
         if kind == "kiwix":
             argv = ["kiwix-serve", "--library", str(lib), "-p", str(port), "-i", "127.0.0.1", "-t", "4"]
         else:
             argv = [sys.executable, "-m", "libzim", "serve", "--library", str(lib), "-p", str(port), "-t", "4",
                     "--no-access-log", "--book-cache", str(book_cache)]
+        argv += extra or []
         self.base = f"http://127.0.0.1:{port}"
         self.t0 = time.perf_counter()
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_limit,
@@ -174,6 +175,37 @@ def run_one(kind: str, n: int, lib: Path, touch: list[int], port: int, book_cach
         s.stop()
 
 
+def wide_search(n: int, port: int, book_cache: Path, queries: int = 10) -> list[dict[str, object]]:
+    """One search over every book (``books.filter.lang=eng``, all N), with the caches
+    and the open-file limit raised to hold them all (``--searcher-cache N``,
+    ``--archive-cache N``, ``ulimit -n`` 8 N): the first (every archive and a searcher
+    over all opened) and the next ``queries`` (other words, the same searcher) p50; PSS
+    and descriptors after; kiwix-serve with the same limit and ``-s 0``."""
+    global NOFILE
+    lib = kiwix_library(n)
+    saved, NOFILE = NOFILE, max(1024, 8 * n)
+    rows = []
+    try:
+        for kind in ("zim", "kiwix"):
+            s = Server(kind, lib, port, book_cache,
+                       extra=["--searcher-cache", str(n), "--archive-cache", str(n)] if kind == "zim" else ["-s", "0"])
+            try:
+                words = [library_books.base_word(k) for k in range(20)]
+                times, errors = [], 0
+                for w in words[:queries + 1]:
+                    dt, ok = timed(f"{s.base}/search?books.filter.lang=eng&pattern={w}&pageLength=10", b"a")
+                    times.append(dt)
+                    errors += not ok
+                rows.append({"server": kind, "books": n, "first_ms": round(times[0] * 1000, 1),
+                             "next_p50_ms": p50(times[1:]), "errors": errors, "pss_mib": round(pss_mib(s.proc.pid), 1),
+                             "fds": fds(s.proc.pid), "loadavg": os.getloadavg()[0]})
+            finally:
+                s.stop()
+    finally:
+        NOFILE = saved
+    return rows
+
+
 def reload_gap(n: int, port: int, book_cache: Path, seconds: float = 4.0) -> dict[str, object]:
     """zim serve on N books: 20 books read, then one client reads them in a loop for
     ``seconds`` while SIGHUP reloads the library (twice); the longest gap between two
@@ -228,7 +260,16 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--port", type=int, default=18650)
     ap.add_argument("--reload", action="store_true", help="measure the longest gap in answers during SIGHUP reloads")
+    ap.add_argument("--wide", action="store_true", help="measure a search over every book")
     args = ap.parse_args()
+    if args.wide:
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "libzim-c" / "bench-bookinfo-wide.json"
+        rows = [r for n in args.books for r in wide_search(n, args.port, cache)]
+        for row in rows:
+            print(json.dumps(row), flush=True)
+        if args.out:
+            args.out.write_text(json.dumps({"wide": rows}, indent=1) + "\n")
+        return 0
     if args.reload:
         cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "libzim-c" / "bench-bookinfo-reload.json"
         rows = [reload_gap(n, args.port, cache) for n in args.books]
