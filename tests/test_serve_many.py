@@ -211,3 +211,38 @@ def test_a_restart_reads_no_archive(many, tmp_path):
     third = InfoCache(cache)
     Source(archives=paths, info=third).load()
     assert third.reads == 1
+
+
+def test_reload_keeps_what_unchanged_books_have_open(many, tmp_path):
+    # A library file of 300 books, 10 of them opened and searched; the file is
+    # rewritten without 5 of those: a reload keeps the other 5's archives and
+    # searchers open (the same objects), and closes the removed ones'.
+    from libzim._cache import lease_scope
+    from libzim.serve.libraryfile import Source, read_library_file
+
+    books = [b for b in read_library_file(many) if b["path"].endswith(tuple(f"book{i:05d}.zim" for i in range(200, 500)))]
+    assert len(books) == 300
+
+    def write(rows: list[dict[str, str]]) -> Path:
+        from xml.sax.saxutils import quoteattr
+        f = tmp_path / "lib.xml"
+        f.write_text("<library>\n" + "".join(
+            "<book " + " ".join(f"{k}={quoteattr(v)}" for k, v in b.items()) + "/>\n" for b in rows) + "</library>\n")
+        return f
+
+    source = Source(library_files=[str(write(books))])
+    lib = source.load()
+    names = [f"book{i:05d}" for i in range(200, 210)]
+    with lease_scope():
+        for n in names:
+            lib.search((lib.books[n],), library_books.base_word(int(n[4:]) % BASES))
+    opened = {n: lib.shelf.archives.peek(lib.books[n].key) for n in names}
+    assert all(a is not None for a in opened.values())
+    write([b for b in books if not b["path"].endswith(tuple(f"{n}.zim" for n in names[:5]))])
+    new = source.load(lib)
+    assert len(new.books) == 295 and new.shelf is lib.shelf
+    for n in names[5:]:
+        assert new.shelf.archives.peek(new.books[n].key) is opened[n] and not opened[n].closed
+    for n in names[:5]:
+        assert n not in new.books and opened[n].closed
+    assert len(new.shelf.searchers) == 5
