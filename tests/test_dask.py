@@ -377,3 +377,48 @@ def test_query_object_and_unicode_query(client, lib_paths, via):
     got = lib.search(f"{LIB_WORD} \udcff", 10, via=via)
     assert got.hits == [] and [(f.archive, f.kind) for f in got.failures] == [(p, "error") for p in lib_paths]
     assert all("UnicodeEncodeError" in f.message for f in got.failures)
+
+
+def test_worker_keeps_a_bounded_number_of_archives_open(tmp_path, monkeypatch):
+    # A worker's shard of 60 archives through a cache of 6: every archive answers
+    # as it does with a cache that holds them all, and at most 6 stay open (those
+    # evicted close: no .zim descriptor of theirs is left).
+    import library_books
+    from libzim import _pickle
+    from libzim._cache import LRUCache
+    from libzim.dask import library_worker as lw
+
+    lib = library_books.build(60, 10, tmp_path / "many")
+    paths = sorted(str(p) for p in lib.parent.glob("book*.zim"))
+    order = {p: i for i, p in enumerate(paths)}
+
+    def run() -> list:
+        out = []
+        for p in paths:
+            word = library_books.base_word(order[p] % 10)
+            ans = lw._shard_task("search", [p], word, 5, order, False)
+            out.append((ans["estimate"], [h[2][0] for h in ans["hits"]], ans["failures"]))
+        return out
+
+    def zim_fds() -> int:
+        n = 0
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                n += os.readlink(f"/proc/self/fd/{fd}").startswith(str(lib.parent))
+            except OSError:
+                pass
+        return n
+
+    monkeypatch.setattr(lw, "_searchers", LRUCache(1000, lw._forget, "archives"))
+    everything = run()
+    assert all(e[0] == 40 and len(e[1]) == 5 and not e[2] for e in everything)
+    lw._searchers.clear()
+    _pickle.drop_cached()
+    monkeypatch.setattr(lw, "_searchers", LRUCache(6, lw._forget, "archives"))
+    assert run() == everything
+    assert len(lw._searchers) == 6 and lw._searchers.evicted == 54
+    import gc
+    gc.collect()
+    assert zim_fds() <= 6 * 3  # each: its file, a native copy, Xapian's
+    lw._searchers.clear()
+    _pickle.drop_cached()

@@ -452,3 +452,51 @@ def test_cli_errors(zims: dict[str, Path], tmp_path: Path) -> None:
                           text=True, cwd=kw["cwd"], env=kw["env"], timeout=TIMEOUT, stdin=subprocess.DEVNULL)
     assert proc.returncode == 1 and "no such file" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_archives_pages(tools: Tools) -> None:
+    first = call(tools, "archives", limit=2)
+    assert first["total"] == 3 and [r["name"] for r in first["archives"]] == ["alpha", "beta"]
+    assert first["next_offset"] == 2
+    rest = call(tools, "archives", offset=2, limit=2)
+    assert [r["name"] for r in rest["archives"]] == ["gamma"] and rest["next_offset"] is None
+    with pytest.raises(ToolInputError):
+        tools.archives(limit=101)
+
+
+def test_library_file_of_many_books_opens_on_demand(tmp_path: Path) -> None:
+    # zim mcp --library on 300 books (tools/library_books.py: 20 written archives,
+    # copied with their own ids) with 8 archives kept open: the archives tool pages
+    # without opening any; reading and searching books one after another stays in bound.
+    import library_books
+
+    lib = library_books.build(300, 20, tmp_path / "many")
+
+    async def main() -> None:
+        kw = child_python(XDG_CACHE_HOME=str(tmp_path / "xdg"))
+        params = StdioServerParameters(command=sys.executable,
+                                       args=["-m", "libzim", "mcp", "--library", str(lib), "--archive-cache", "8",
+                                             "--searcher-cache", "4", "--suggestion-cache", "4"],
+                                       cwd=str(kw["cwd"]), env=kw["env"])
+        with anyio.fail_after(TIMEOUT * 4):
+            async with Client(params) as client:
+                seen, offset = [], 0
+                for _ in range(10):
+                    page = json.loads(_text(await client.call_tool("archives", {"offset": offset})))
+                    assert page["total"] == 300 and len(page["archives"]) <= 100
+                    seen += [r["name"] for r in page["archives"]]
+                    if page["next_offset"] is None:
+                        break
+                    offset = page["next_offset"]
+                assert seen == [f"book{i:05d}" for i in range(300)]
+                for i in range(0, 300, 7):
+                    word = library_books.base_word(i % 20)
+                    found = json.loads(_text(await client.call_tool(
+                        "search", {"query": word, "archives": [f"book{i:05d}"], "limit": 3})))
+                    assert found["total"] == 40 and {h["archive"] for h in found["hits"]} == {f"book{i:05d}"}
+                    text = json.loads(_text(await client.call_tool(
+                        "read", {"archive": f"book{i:05d}", "path": "a5.html"})))["text"]
+                    assert f"{word} shared text number 5 of base {i % 20}" in text
+                too_many = await client.call_tool("search", {"query": "shared"})
+                assert too_many.is_error and "at most 4 book" in _text(too_many)
+    anyio.run(main)

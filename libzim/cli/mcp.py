@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 from typing import Any
@@ -23,16 +24,28 @@ def _load() -> Any:
 
 
 def _catalogue(module: Any, args: argparse.Namespace) -> Any:
+    from libzim.serve.libraryfile import Source
     from libzim.serve.library import find_archives
 
-    files = find_archives(args.archives)
-    if not files:
-        raise CLIError("no ZIM archive found in " + ", ".join(args.archives))
-    for f in files:
-        if not f.is_file():
-            raise CLIError(f"{f}: no such file", file=str(f))
+    from .serve import _caches
+
+    for name in ("archive_cache", "searcher_cache", "suggestion_cache"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            raise CLIError(f"--{name.replace('_', '-')} must be >= 1", 2)
+    sizes, info = _caches(args)
+    if args.library:
+        files = [f for p in args.archives for f in p.split(";") if f]
+        source = Source(library_files=files, skip_invalid=True, sizes=sizes, info=info)
+    else:
+        found = find_archives(args.archives)
+        if not found:
+            raise CLIError("no ZIM archive found in " + ", ".join(args.archives))
+        for f in found:
+            if not f.is_file():
+                raise CLIError(f"{f}: no such file", file=str(f))
+        source = Source(archives=[str(f) for f in found], sizes=sizes, info=info)
     try:
-        return module.Catalogue(files, base_url=args.base_url)
+        return module.Catalogue(source.load(), base_url=args.base_url)
     except Exception as e:  # noqa: BLE001 - one line naming the file, as every command
         raise CLIError(one_line(e), kind=type(e).__name__)
 
@@ -53,7 +66,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     set_cluster_cache_max_size(MCP_CLUSTER_CACHE_MIB << 20)
     catalogue = _catalogue(module, args)
     server = module.create_server(catalogue)
-    names = ", ".join(catalogue.books)
+    names = ", ".join(itertools.islice(catalogue.books, 20)) + (", ..." if len(catalogue.books) > 20 else "")
     try:
         if not args.http:
             sys.stderr.write(f"{PROG} mcp: {len(catalogue.books)} archive(s) ({names}) on stdio\n")
@@ -85,7 +98,21 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                        description="A Model Context Protocol server: tools to search and read the given ZIM "
                                    "archives (files, or folders of them), over stdio (default) or streamable HTTP. "
                                    "Needs the mcp extra (the error says how to install it).")
-    p.add_argument("archives", nargs="+", metavar="ARCHIVE", help="ZIM file, or a folder of them")
+    p.add_argument("archives", nargs="+", metavar="ARCHIVE", help="ZIM file, or a folder of them (with --library: "
+                                                                    "kiwix-manage library files)")
+    p.add_argument("--library", "-l", action="store_true",
+                   help="the ARCHIVEs are kiwix-manage library.xml files (books whose file is missing or not a "
+                        "ZIM file are skipped, logged)")
+    p.add_argument("--archive-cache", type=int, default=None, metavar="N",
+                   help="archives kept open at most (default: the open-file limit / 8; as zim serve)")
+    p.add_argument("--searcher-cache", type=int, default=None, metavar="N",
+                   help="books whose searchers are kept open, and the most one search may cover "
+                        "(default: the open-file limit / 32)")
+    p.add_argument("--suggestion-cache", type=int, default=None, metavar="N",
+                   help="suggestion searchers kept open (default: the open-file limit / 32)")
+    p.add_argument("--book-cache", default=None, metavar="FILE",
+                   help="the archives' records between starts (default $XDG_CACHE_HOME/libzim-c/bookinfo.json; "
+                        "'none': not kept)")
     p.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp instead of stdio")
     p.add_argument("--address", default="127.0.0.1",
                    help="with --http: address to listen on (default 127.0.0.1; any other needs --token)")

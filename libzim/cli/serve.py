@@ -8,6 +8,7 @@ kiwix-serve's (the address, the port), one line at start-up says so.
 from __future__ import annotations
 
 import argparse
+import itertools
 import logging
 import os
 import sys
@@ -49,6 +50,10 @@ def _check(args: argparse.Namespace) -> None:
         raise CLIError("--port must be between 0 and 65535", 2)
     if args.cluster_cache is not None and args.cluster_cache < 0:
         raise CLIError("--cluster-cache must be >= 0", 2)
+    for name in ("archive_cache", "searcher_cache", "suggestion_cache"):
+        value = getattr(args, name, None)
+        if value is not None and value < 1:
+            raise CLIError(f"--{name.replace('_', '-')} must be >= 1", 2)
     for name in ("searchLimit", "ipConnectionLimit", "attachToProcess"):
         if getattr(args, name) < 0:
             raise CLIError(f"--{name} must be >= 0", 2)
@@ -72,20 +77,34 @@ def _custom_index(path: str | None) -> str | None:
     return text
 
 
+def _caches(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The shelf's cache sizes (the options, else from RLIMIT_NOFILE) and the record cache."""
+    from libzim.serve.bookinfo import InfoCache, default_cache_path
+    from libzim.serve.shelf import CacheSizes, default_sizes
+    d = default_sizes()
+    sizes = CacheSizes(args.archive_cache or d.archives, args.searcher_cache or d.searchers,
+                       args.suggestion_cache or d.suggesters)
+    path = args.book_cache if args.book_cache is not None else str(default_cache_path())
+    return sizes, InfoCache(None if path.lower() in ("", "none") else path)
+
+
 def _source(args: argparse.Namespace) -> Any:
     from libzim.serve.libraryfile import Source
     from libzim.serve.library import find_archives
+    sizes, info = _caches(args)
     if args.library:
         # kiwix-serve splits LIBRARYPATH at ';' for several files
         files = [f for p in args.paths for f in p.split(";") if f]
-        return Source(library_files=files, skip_invalid=args.skipInvalid, date_aliases=args.nodatealiases)
+        return Source(library_files=files, skip_invalid=args.skipInvalid, date_aliases=args.nodatealiases,
+                      sizes=sizes, info=info)
     files = find_archives(args.paths)
     if not files:
         raise CLIError("no ZIM archive found in " + ", ".join(args.paths))
     for f in files:
         if not f.is_file():
             raise CLIError(f"{f}: no such file", file=str(f))
-    return Source(archives=[str(f) for f in files], skip_invalid=args.skipInvalid, date_aliases=args.nodatealiases)
+    return Source(archives=[str(f) for f in files], skip_invalid=args.skipInvalid, date_aliases=args.nodatealiases,
+                  sizes=sizes, info=info)
 
 
 def _differences(args: argparse.Namespace) -> list[str]:
@@ -162,12 +181,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     port = DEFAULT_PORT if args.port is None else args.port
     for note in _differences(args):
         sys.stderr.write(f"{PROG}: note: {note}\n")
-    names = ", ".join(library.books)
+    names = ", ".join(itertools.islice(library.books, 20)) + (", ..." if len(library.books) > 20 else "")
+    sz = library.shelf.sizes
     shown = f"[{host}]" if ":" in host else (host or "*")
     parser = "h11" if "H11" in str(getattr(http, "__name__", http)).upper() else "httptools"
     sys.stderr.write(f"{PROG}: serving {len(library.books)} book(s) ({names}) on http://{shown}:{port}"
                      f"{app.state.root}/ with {threads} worker threads (+1 for quick requests), a {get_cluster_cache_max_size() >> 20} MiB "
-                     f"cluster cache, {parser} on {loop}\n")
+                     f"cluster cache, {parser} on {loop}; at most {sz.archives} archives, {sz.searchers} books' searchers "
+                     f"and {sz.suggesters} suggestion searchers open\n")
     sys.stderr.flush()
     config = uvicorn.Config(
         app, host=host, port=port, access_log=not args.no_access_log, log_level="debug" if args.verbose else "info",
@@ -268,5 +289,18 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                         "results), titles (the titles that start with the term, by binary search), auto "
                         "(titles when 100 or more start with the term, else index: for large archives such "
                         "as Wikipedia, where the index takes tens of ms for one letter)")
+    o.add_argument("--archive-cache", type=int, default=None, metavar="N",
+                   help="archives kept open at most, least recently used closed first (default: the open-file "
+                        "limit / 8, e.g. 128 at ulimit -n 1024: each holds 2 descriptors, so archives, searchers "
+                        "and suggestion searchers together stay under half the limit)")
+    o.add_argument("--searcher-cache", type=int, default=None, metavar="N",
+                   help="books whose full-text searchers are kept open (a searcher over k books counts k; also "
+                        "the most books one search may cover; default: the open-file limit / 32, e.g. 32: "
+                        "up to 3 descriptors each)")
+    o.add_argument("--suggestion-cache", type=int, default=None, metavar="N",
+                   help="suggestion searchers kept open (default: the open-file limit / 32, e.g. 32)")
+    o.add_argument("--book-cache", default=None, metavar="FILE",
+                   help="where what each archive's catalog entry needs is kept between starts, by path, size "
+                        "and time (default $XDG_CACHE_HOME/libzim-c/bookinfo.json; 'none': not kept)")
     o.add_argument("--no-access-log", action="store_true", help="do not log each request")
     p.set_defaults(func=cmd_serve)

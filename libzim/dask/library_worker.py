@@ -1,8 +1,13 @@
 """The library search's worker side: what runs in each Dask worker process
 for ``libzim.dask.Library`` (libzim/dask/library.py is the client side).
 
-A worker opens the archives of its shard once, on first use, and keeps them
-and their Searchers in this module's caches across queries; both paths of a
+A worker opens the archives of its shard on first use and keeps them and
+their Searchers in this module's cache across queries, a bounded one (least
+recently used out first: ``LIBZIM_DASK_LIBRARY_ARCHIVES``, default an eighth of
+the process's open-file limit, 128 at ``ulimit -n 1024``: an archive with
+its searcher and suggestion searcher holds 4 descriptors), so a shard of any
+size fits the limit; an archive evicted while a query searches it stays open
+until that query lets go of it (its last reference). Both paths of a
 query use them: the resident _ShardServer actor (called by the client
 directly) and the task functions (_shard_task, _snippet_task, _drop_task,
 sent through the scheduler).  Each archive is searched in this module's
@@ -24,6 +29,7 @@ import distributed  # libzim.dask (imported first) says what to install without 
 
 import libzim
 from libzim import _pickle
+from libzim._cache import LRUCache, open_file_limit
 from libzim.dask._common import _classify
 from libzim.reader import check_untrusted
 from libzim.search import Searcher
@@ -34,7 +40,21 @@ from libzim.suggestion import SuggestionSearcher
 # searchers, kept across queries.
 
 _lock = threading.Lock()
-_searchers: dict[tuple[str, str], tuple[Any, Any]] = {}  # (kind, path) -> (archive, searcher)
+
+
+def _open_bound() -> int:
+    env = int(os.environ.get("LIBZIM_DASK_LIBRARY_ARCHIVES", 0) or 0)
+    return env if env > 0 else max(8, open_file_limit() // 8)
+
+
+def _forget(entry: list[Any]) -> None:
+    """An evicted archive: out of the unpickling cache too, so it closes when the queries
+    using it let go (its searchers keep their own handle until then)."""
+    _pickle.drop_cached(entry[2])
+
+
+# path -> [archive, {kind: searcher}, path]
+_searchers: LRUCache[str, list[Any]] = LRUCache(_open_bound(), _forget, "archives")
 _pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
 
 
@@ -60,13 +80,18 @@ def _searcher_for(kind: str, path: str, untrusted: bool) -> Any:
             with _lock:
                 _checked.add(key)
     archive = _pickle.open_cached(path)  # a stat per call; reopens a replaced file
+    entry = _searchers.peek(path)
+    if entry is None or entry[0] is not archive:  # new, or its file was replaced
+        _searchers.discard(path)
+        entry = _searchers.get(path, lambda: [archive, {}, path])
+    else:
+        _searchers.get(path, lambda: [archive, {}, path])  # most recently used now
     with _lock:
-        cached = _searchers.get((kind, path))
-        if cached is not None and cached[0] is archive:
-            return cached[1]
-    made = Searcher(archive) if kind == "search" else SuggestionSearcher(archive)
-    with _lock:
-        _searchers[(kind, path)] = (archive, made)
+        made = entry[1].get(kind)
+    if made is None:
+        made = Searcher(archive) if kind == "search" else SuggestionSearcher(archive)
+        with _lock:
+            made = entry[1].setdefault(kind, made)
     return made
 
 
@@ -129,10 +154,8 @@ def _snippet_task(wanted: list[tuple[str, int]], query: Any, untrusted: bool) ->
 
 
 def _drop_task(paths: list[str]) -> int:
-    with _lock:
-        for kind in ("search", "suggest"):
-            for p in paths:
-                _searchers.pop((kind, p), None)
+    for p in paths:
+        _searchers.discard(p)
     return sum(_pickle.drop_cached(p) for p in paths)
 
 

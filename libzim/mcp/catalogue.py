@@ -8,6 +8,8 @@ as a file: there is no file-system access after start.
 
 from __future__ import annotations
 
+import itertools
+
 import os
 from typing import Iterable, Sequence
 from urllib.parse import quote
@@ -73,7 +75,10 @@ class Catalogue:
         check_text("archive", name, 512)
         book = self.library.books.get(name)
         if book is None:
-            names = ", ".join(self.library.books) or "none"
+            shown = list(itertools.islice(self.library.books, 20))
+            names = ", ".join(shown) or "none"
+            if len(self.library.books) > len(shown):
+                names += f", ... {len(self.library.books)} in all: see the archives tool"
             raise ToolInputError(f"no archive named {name!r} (archives: {names})")
         return book
 
@@ -90,12 +95,12 @@ class Catalogue:
             books = tuple(b for b in self.library.books.values() if b.name in wanted)
             if searchable:
                 for b in books:
-                    if not b.archive.has_fulltext_index:
+                    if b.has_fulltext_index is False:
                         raise ToolInputError(f"archive {b.name!r} has no full-text index: use suggest for titles")
             return books
         books = tuple(self.library.books.values())
         if searchable:
-            books = tuple(b for b in books if b.archive.has_fulltext_index)
+            books = tuple(b for b in books if b.has_fulltext_index is not False)
             if not books:
                 raise ToolInputError("no archive has a full-text index: use suggest for titles")
         return books

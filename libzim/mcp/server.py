@@ -13,6 +13,9 @@ import hmac
 import ipaddress
 from typing import Any, Callable
 
+from libzim._cache import lease_scope
+from libzim.serve.shelf import BookUnavailable
+
 from .catalogue import Catalogue, ToolInputError
 from .tools import Tools
 
@@ -33,8 +36,8 @@ DESCRIPTIONS = {
             "from next_offset, or pass one of the returned headings as section.",
     "suggest": "Article titles matching a prefix or words (type-ahead, 'did you mean'); when 100+ titles "
                "start with the query, only those, in title order.",
-    "archives": "The archives available: name, title, description, language, article count, "
-                "fulltext (searchable), date.",
+    "archives": "The archives available, 100 at a time (page with offset): name, title, description, "
+                "language, article count, fulltext (searchable), date.",
     "random": "A random article of an archive.",
     "links": "An article's links to other articles of its archive (path, title, link text).",
 }
@@ -42,13 +45,19 @@ DESCRIPTIONS = {
 
 def _tool_error(fn: Callable[..., str]) -> Callable[..., str]:
     """Our ToolInputError as the SDK's ToolError: a tool result marked as an error with
-    the message, not the SDK's "Error executing tool" for an unexpected exception."""
+    the message, not the SDK's "Error executing tool" for an unexpected exception. The
+    call runs in a lease scope: the archives it opens stay open until it returns, even
+    if the library's shelf evicts them meanwhile; an archive that cannot be opened is
+    an error result."""
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> str:
         try:
-            return fn(*args, **kwargs)
+            with lease_scope():
+                return fn(*args, **kwargs)
         except ToolInputError as e:
             raise ToolError(str(e)) from None
+        except BookUnavailable as e:
+            raise ToolError(e.message) from None
     return call
 
 
@@ -70,8 +79,8 @@ def create_server(catalogue: Catalogue, *, name: str = "zim") -> MCPServer[Any]:
     def suggest(query: str, archives: list[str] | None = None, limit: int = 10) -> str:
         return tools.suggest(query, archives, limit)
 
-    def archives() -> str:
-        return tools.archives()
+    def archives(offset: int = 0, limit: int = 100) -> str:
+        return tools.archives(offset, limit)
 
     def random(archive: str) -> str:
         return tools.random(archive)

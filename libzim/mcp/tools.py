@@ -19,13 +19,14 @@ from libzim.serve.library import Book
 from .catalogue import Catalogue, ToolInputError, check_int, check_text
 from .content import headings, links, locate_headings, section_span, snippet_markdown
 
-__all__ = ["Tools", "MAX_LIMIT", "MAX_CHARS", "MAX_LINKS"]
+__all__ = ["Tools", "MAX_ARCHIVES", "MAX_LIMIT", "MAX_CHARS", "MAX_LINKS"]
 
 MAX_LIMIT = 50  # hits or titles per call
 MAX_OFFSET = 10_000  # search results skipped
 MAX_CHARS = 100_000  # characters of text per read
 MAX_TEXT_OFFSET = 50_000_000
 MAX_LINKS = 500
+MAX_ARCHIVES = 100  # archives per page of the archives tool (a library may hold thousands)
 MAX_HEADINGS = 80
 _MARGIN = 1000
 _TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "text/markdown", "text/x-markdown")
@@ -148,15 +149,22 @@ class Tools:
             merged.extend(rows[i] for rows in per_book if i < len(rows))
         return _json({"query": query, "titles": merged[:limit]})
 
-    def archives(self) -> str:
-        """The archives served: ``{"archives": [{name, title, description,
-        language, articles, fulltext, date, main}]}``."""
+    def archives(self, offset: int = 0, limit: int = MAX_ARCHIVES) -> str:
+        """The archives served, ``limit`` from ``offset`` in library order: ``{"total",
+        "archives": [{name, title, description, language, articles, fulltext, date,
+        main}], "next_offset"}`` (None at the end). Opens no archive: a book's record
+        (``fulltext`` true until its archive is first opened and seen without an index;
+        ``main`` null until then for a library file's book)."""
+        check_int("offset", offset, 0, 10_000_000)
+        check_int("limit", limit, 1, MAX_ARCHIVES)
+        books = list(self.catalogue.books.values())
         rows = []
-        for b in self.catalogue.books.values():
+        for b in books[offset:offset + limit]:
             rows.append({"name": b.name, "title": b.title, "description": b.description,
                          "language": b.language, "articles": b.article_count,
-                         "fulltext": bool(b.archive.has_fulltext_index), "date": b.date, "main": b.main_path})
-        return _json({"archives": rows})
+                         "fulltext": b.has_fulltext_index is not False, "date": b.date, "main": b.main_path})
+        more = offset + len(rows) < len(books)
+        return _json({"total": len(books), "archives": rows, "next_offset": offset + len(rows) if more else None})
 
     def random(self, archive: str) -> str:
         """A random article of ``archive``: ``{archive, path, title, cite}``."""

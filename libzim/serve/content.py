@@ -93,6 +93,8 @@ async def _content(server: Server, request: Request, name: str, path: str, raw: 
     base = quote(root_of(request), safe="/")
     prefix = f"{base}/raw/{qname}/content/" if raw else f"{base}/content/{qname}/"
     if path == "":
+        if not book.complete:  # a library file's book never opened: its main page is learnt on a worker
+            await server.run(book.ensure_complete)
         if book.main_path is None:
             raise HTTPError(404, f"{name} has no main page")
         return redirect(join(prefix, book.main_path))

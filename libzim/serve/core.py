@@ -33,8 +33,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from libzim._cache import lease_scope
+
 from . import pages
 from .library import Book, Library
+from .shelf import BookUnavailable
 
 __all__ = ["GET", "HTTPError", "Limits", "Options", "PriorityPool", "QUICK", "SLOW", "SUGGEST_MODES", "Server",
            "endpoint", "error_response"]
@@ -311,8 +314,9 @@ class Server:
     """What every handler shares: the library, the options, the limits and the pool.
 
     ``library`` may be replaced while requests run (a reload): a handler reads it
-    once and keeps the Book it got, so a request finishes on the archive it
-    started on.
+    once and keeps the Book it got. Every job :meth:`run` hands a worker runs in a
+    lease scope (:func:`libzim._cache.lease_scope`), so a request finishes on the
+    archive it started on even if the shelf evicts it meanwhile.
     """
 
     def __init__(self, library: Library, threads: int, limits: Limits, options: Options | None = None) -> None:
@@ -335,7 +339,7 @@ class Server:
             raise HTTPError(503, "Too many requests are waiting; try again shortly.")
         self.pending += 1
         try:
-            return await asyncio.wrap_future(self.pool.submit(priority, partial(fn, *args)))
+            return await asyncio.wrap_future(self.pool.submit(priority, partial(_leased, fn, *args)))
         finally:
             self.pending -= 1
 
@@ -363,6 +367,17 @@ class Server:
         if value < 0 and value != -1:  # -1 is the only negative value any parameter takes ("all")
             raise HTTPError(400, f"Invalid value of {name}: {text[:40]}")
         return value if high is None else min(value, high)
+
+
+def _leased(fn: Callable[..., T], *args: object) -> T:
+    """fn(*args) in a lease scope: the archives and searchers it takes from the shelf stay
+    open until it returns, even if evicted meanwhile; a book that cannot be opened is an
+    error page (its status: 404 gone, 500 damaged)."""
+    with lease_scope():
+        try:
+            return fn(*args)
+        except BookUnavailable as e:
+            raise HTTPError(e.status, e.message) from None
 
 
 Handler = Callable[[Server, Request], Awaitable[Response]]

@@ -5,13 +5,17 @@ A library file lists books (``<book id=... path=... title=... />``); a relative
 DTD refused outright (so no entity can expand: no "billion laughs", no
 external entity), within a size and a book-count bound; a value that is not a
 sane number is ignored. A path may lead anywhere (kiwix-manage writes absolute
-ones too), but only a readable ZIM archive becomes a book: a path to any other
-file is an invalid archive, never served.
+ones too), but only a file that starts as a ZIM archive does becomes a book: a
+path to any other file is an invalid archive, never served (a damaged archive is
+found when first opened: its pages are error pages, see :mod:`libzim.serve.shelf`).
 
 :class:`Source` remembers where a library came from and rebuilds it: on a
 reload (SIGHUP, or ``--monitorLibrary`` seeing a file change), the books whose
 file is unchanged keep their open Archive, a replaced file is opened anew, a
-removed book goes; requests under way keep the Book they started with.
+removed book goes (what it had open is closed when the requests using it end);
+requests under way keep the Book they started with. Books are records: archives
+are opened on first use by the library's shelf (:mod:`libzim.serve.shelf`), which
+a reloaded library keeps.
 """
 
 from __future__ import annotations
@@ -22,9 +26,11 @@ import os
 import xml.parsers.expat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
-from .library import Book, Library, book_name_from_path, file_stamp, find_archives
+from .bookinfo import InfoCache, looks_like_zim
+from .library import Book, Library, book_name_from_path, file_facts, find_archives
+from .shelf import CacheSizes, Shelf, default_sizes
 
 __all__ = ["LibraryFileError", "Source", "read_library_file"]
 
@@ -107,7 +113,10 @@ class Source:
     book, as kiwix counts it: the library's ``remote`` records
     (:func:`libzim.serve.bookquery.remote_record`), which the catalog lists in
     catalog-only mode and counts in its languages and categories. ``date_aliases``: kiwix-serve ``-z``.
-    ``search_cache``: how many searches being paged are kept (LRU) for their next pages.
+    ``search_cache``: how many searches being paged are kept (LRU) for their next pages;
+    ``sizes``: the shelf's caches (default: from the open-file limit, with ``search_cache``);
+    ``info``: the record cache (:class:`~libzim.serve.bookinfo.InfoCache`; default: in
+    memory only, so every start reads each archive given as a path once).
     """
 
     archives: list[str] = field(default_factory=list)
@@ -115,6 +124,8 @@ class Source:
     skip_invalid: bool = False
     date_aliases: bool = False
     search_cache: int = 64
+    sizes: CacheSizes | None = None
+    info: InfoCache | None = None
 
     def stamp(self) -> tuple[tuple[str, int, int], ...]:
         """The library files' modification times and sizes: a change means a reload."""
@@ -142,10 +153,16 @@ class Source:
                 yield Path(info["path"]), info
 
     def load(self, previous: Library | None = None) -> Library:
-        """A new Library from the sources; books of ``previous`` whose file is unchanged
-        are kept as they are (their Archive stays open). Raises LibraryFileError for a
-        bad library file, or what Archive() raises for a bad archive (without
-        ``skip_invalid``)."""
+        """A new Library from the sources, its books known without opening them: an
+        archive given as a path is read once for its record (unless the record cache has
+        it) and closed; a library file's book takes what the file says and what the cache
+        knows, its file only checked to start as a ZIM file does (4 bytes), unless the
+        file lacks its title or article count (not kiwix-manage's): then it is read as a path. Books of
+        ``previous`` whose file is unchanged are kept as they are, and its shelf (their
+        open archives and searchers); what is open of books gone is closed. Raises
+        LibraryFileError for a bad library file, or what Archive() raises for a bad
+        archive (without ``skip_invalid``)."""
+        shelf = previous.shelf if previous is not None else Shelf(self.sizes or _sizes(self.search_cache), self.info)
         keep: dict[tuple[str, int, int], Book] = {}
         if previous is not None:
             for b in previous.books.values():
@@ -154,18 +171,25 @@ class Source:
         books: list[Book] = []
         names: set[str] = set()
         remote_infos: list[dict[str, str]] = []
+        dirs: dict[str, str] = {}
         for path, info in self._entries(remote_infos):
             name = book_name_from_path(path)
             if name in names:
                 log.warning("%s: the book name %s is taken already: only the first is served", path, name)
                 continue
             try:
-                key = file_stamp(path)
+                facts = file_facts(path, dirs)
+                key = facts.stamp
                 old = keep.get(key) if key is not None else None
                 if old is not None and old.name == name:
                     book = _reused(old, path, info)
+                elif info is None or not (info.get("title") and info.get("articleCount")):
+                    # a path, or a library file not from kiwix-manage: the archive's record
+                    book = Book.from_record(name, path, shelf.info.read(path, facts.key), info, shelf=shelf,
+                                            facts=facts)
                 else:
-                    book = Book.open(name, path, info)
+                    book = Book.from_record(name, path, _known(shelf, path, facts.key), info, shelf=shelf,
+                                            facts=facts)
                 if info is not None:
                     _as_the_file_says(book, info)
             except Exception as e:  # noqa: BLE001 - any archive libzim cannot read
@@ -175,7 +199,7 @@ class Source:
                 continue
             names.add(name)
             books.append(book)
-        lib = Library(books=books, date_aliases=self.date_aliases, search_cache=self.search_cache)
+        lib = Library(books=books, date_aliases=self.date_aliases, shelf=shelf)
         lib.source = self
         from .bookquery import remote_record  # the catalog's module; imported late: it needs the native index
 
@@ -186,6 +210,8 @@ class Source:
             if rec is not None and rec.uuid not in ids:
                 ids.add(rec.uuid)
                 lib.remote.append(rec)  # type: ignore[attr-defined]
+        if previous is not None:
+            shelf.forget({b.key for b in previous.books.values()} - {b.key for b in books})
         return lib
 
 
@@ -195,6 +221,22 @@ def _as_the_file_says(book: Book, info: dict[str, str]) -> None:
     the file gives a favicon and its MIME type; the archive's own are not listed)."""
     book.flavour = info.get("flavour", "")
     book.illustration_sizes = (48,) if info.get("favicon") and info.get("faviconMimeType") else ()
+    book.file_says = True  # the first open (Book.learn) leaves these two as they are
+
+
+def _sizes(search_cache: int) -> CacheSizes:
+    d = default_sizes()
+    return CacheSizes(d.archives, d.searchers, d.suggesters, search_cache)
+
+
+def _known(shelf: Shelf, path: Path, key: tuple[str, int, int] | None) -> dict[str, Any] | None:
+    """The cached record of a library file's archive, or None once its file was seen to
+    start as a ZIM file does (the rest is learnt when it is first opened); ValueError
+    for any other file, which never becomes a book."""
+    rec = shelf.info.get(key)
+    if rec is None and not looks_like_zim(path):
+        raise ValueError(f"{path}: not a ZIM archive (no ZIM magic number)")
+    return rec
 
 
 def _reused(old: Book, path: Path, info: dict[str, str] | None) -> Book:

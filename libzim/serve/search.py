@@ -37,7 +37,7 @@ def search_books(server: Server, request: Request) -> list[Book]:
         books.append(b)
     if not books and any(k.startswith("books.filter.") for k in request.query_params):
         books = [b for b in filter_books(server, request.query_params, "books.filter.", remote=False)
-                 if b.archive.has_fulltext_index]
+                 if b.has_fulltext_index is not False]
         if not books:
             raise HTTPError(400, "No book matches the selection (books.filter.*).")
     limit = server.options.search_limit
@@ -51,7 +51,7 @@ def search_books(server: Server, request: Request) -> list[Book]:
             raise HTTPError(404, "No book of this library has a full-text index.")
     seen: dict[str, Book] = {}
     for b in books:
-        if not b.archive.has_fulltext_index:  # kiwix-serve: 404 "fulltext-search-unavailable"
+        if b.has_fulltext_index is False:  # kiwix-serve: 404 "fulltext-search-unavailable"
             raise HTTPError(404, f"The full-text search is not available for {b.name}")
         seen.setdefault(b.name, b)
     if limit and len(seen) > limit:
@@ -73,12 +73,12 @@ def _search(server: Server, books: tuple[Book, ...], pattern: str, start: int,
             length: int) -> tuple[int, list[pages.Hit]]:
     lib = server.library
     try:
-        search = lib.search(books, pattern)
+        search, book_of = lib.search_with_books(books, pattern)
         total = search.get_estimated_matches()
         results = list(search.get_results(start, length)) if start < total else []
         hits = []
         for r in results:
-            book = lib.book_of(r.archive) or books[0]
+            book = book_of(r.archive) or books[0]
             hits.append(pages.Hit(book, r.path, r.title, r.snippet, r.word_count))
     except (ZimError, ValueError, RuntimeError) as e:
         raise HTTPError(400, f"Cannot run this search: {type(e).__name__}") from None
@@ -112,7 +112,7 @@ async def search(server: Server, request: Request) -> Response:
 
 def _suggest_body(books: list[Book], term: str, start: int, count: int, mode: Literal["index", "titles", "auto"] = "index") -> bytes:
     """The /suggest response body, built on the worker: the event loop only sends it."""
-    fulltext = any(b.archive.has_fulltext_index for b in books)
+    fulltext = any(b.has_fulltext_index is not False for b in books)
     return pages.suggest_json(_suggest(books, term, start, count, mode), term, fulltext).encode("utf-8")
 
 
@@ -151,7 +151,7 @@ async def suggest(server: Server, request: Request) -> Response:
     if term:
         body = await server.run(_suggest_body, books, term, start, count, server.options.suggest_mode)
     else:  # nothing to look up: no trip to a worker
-        fulltext = any(b.archive.has_fulltext_index for b in books)
+        fulltext = any(b.has_fulltext_index is not False for b in books)
         body = pages.suggest_json([], term, fulltext).encode("utf-8")
     return bytes_response(request, body, "application/json; charset=utf-8")
 

@@ -130,7 +130,7 @@ def nojs_page(books: Sequence[Book], shown: Sequence[Book], query: str, lang: st
             f'<a class="zv-title" href="{pages.esc(pages.content_url(b.name, root=root))}">{pages.esc(b.title)}</a>'
             f'<div class="zv-desc">{pages.esc(b.description)}</div>'
             f'<div class="zv-meta">{pages.esc(b.language)} · {b.article_count:,} articles</div></li>')
-    indexed = [b for b in books if b.archive.has_fulltext_index]
+    indexed = [b for b in books if b.has_fulltext_index is not False]
     search = ""
     if indexed:
         opts = "".join(f'<option value="{pages.esc(b.name)}">{pages.esc(b.title)}</option>' for b in indexed)
