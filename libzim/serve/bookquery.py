@@ -14,11 +14,15 @@ missing (a *remote* book) is a record too.
 
 from __future__ import annotations
 
+import importlib
 import threading
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
-from libzim._libzim import _CatalogIndex, _language_self_name
+# The native module's private catalog index (src/catalog.c), outside its public stubs.
+_native: Any = importlib.import_module("libzim._libzim")
+_CatalogIndex = _native._CatalogIndex
+_language_self_name = _native._language_self_name
 
 from .library import book_name_from_path, category_from_tags
 
@@ -86,7 +90,9 @@ class CatalogIndex:
         self.books = list(books)
         self._index = _CatalogIndex()
         for i, b in enumerate(self.books):
-            g: Callable[[str], str] = lambda a, b=b: str(getattr(b, a, "") or "")  # noqa: E731
+            def g(a: str, b: object = b) -> str:
+                return str(getattr(b, a, "") or "")
+
             self._index.add(i, g("title"), g("description"), g("language"), g("creator"), g("publisher"),
                             g("meta_name") or g("name"), g("flavour"), g("category"), g("tags"))
         self.by_id = sorted(range(len(self.books)), key=lambda i: getattr(self.books[i], "uuid", ""))
@@ -128,4 +134,4 @@ def index_of(library: object) -> CatalogIndex:
 def language_self_name(code: str) -> str:
     """The language's name in itself, as kiwix writes it (ICU: "fra" is "français");
     the code when ICU does not know it."""
-    return _language_self_name(code)
+    return str(_language_self_name(code))
