@@ -45,8 +45,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 LEFT_OUT = {
     "mypy": "its compiled dependencies have no cp313t wheels and their sdists build with Rust",
-    "httptools": "a C extension without cp313t wheels (zim serve runs on h11)",
-    "uvloop": "a C extension without cp313t wheels (zim serve runs on asyncio's loop)",
+    "httptools": "a C extension without cp313t wheels; zim serve runs on h11",
+    "uvloop": "a C extension without cp313t wheels; zim serve runs on asyncio's loop",
 }
 ON_ITS_OWN = {
     "fastapi": "needs pydantic-core (Rust)",
@@ -173,18 +173,18 @@ def check_file(python: str, path: Path, own_seen: dict[str, str]) -> tuple[bool,
     proc = run_together(python, p.together, True)
     if proc.returncode == 0:
         new = would_install(proc)
-        out.append(f"{len(p.together)} together: ok" + (f" (would install {', '.join(new)})" if new else ""))
+        out.append(f"{len(p.together)} requirement(s) together: ok" + (f" (would install {', '.join(new)})" if new else ""))
     else:
         ok = False
         bad = [line for line in p.together if run_together(python, [line], True).returncode]
-        out.append(f"{len(p.together)} together: WOULD NOT INSTALL: {', '.join(bad) or 'the set as a whole'}: {why(proc)}")
+        out.append(f"{len(p.together)} requirement(s) together: WOULD NOT INSTALL: {', '.join(bad) or 'the set as a whole'}: {why(proc)}")
     for name, line in p.own:
         if line not in own_seen:
             proc = pip(python, own_args(line), True)
             own_seen[line] = "ok" if proc.returncode == 0 else f"would not install, left out ({ON_ITS_OWN[name]}): {why(proc)}"
         out.append(f"{name} on its own, wheels only: {own_seen[line]}")
     if p.left_out:
-        out.append("left out: " + ", ".join(f"{n} ({LEFT_OUT[n]})" for n in p.left_out))
+        out.append("left out: " + "; ".join(f"{n}: {LEFT_OUT[n]}" for n in p.left_out))
     return ok, out
 
 
