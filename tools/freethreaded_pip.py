@@ -49,8 +49,8 @@ LEFT_OUT = {
     "uvloop": "a C extension without cp313t wheels; zim serve runs on asyncio's loop",
 }
 ON_ITS_OWN = {
-    "fastapi": "needs pydantic-core (Rust)",
-    "mcp": "needs pydantic-core and rpds-py (Rust), cryptography and cffi (C, Rust)",
+    "fastapi": "needs pydantic-core, a Rust extension whose newest releases have no cp313t wheel",
+    "mcp": "its pyjwt[crypto] needs cryptography (Rust) and cffi, neither with a cp313t wheel in any release",
 }
 TOGETHER_BINARY = ("hypothesis", "pyarrow")
 TIMEOUT = 300  # seconds one pip run may take (bounded: a stuck download fails the check)
