@@ -40,6 +40,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,7 +54,10 @@ ON_ITS_OWN = {
     "mcp": "its pyjwt[crypto] needs cryptography (Rust) and cffi, neither with a cp313t wheel in any release",
 }
 TOGETHER_BINARY = ("hypothesis", "pyarrow")
-TIMEOUT = 300  # seconds one pip run may take (bounded: a stuck download fails the check)
+# Seconds one pip run may take (bounded: a stuck download fails, saying so). An
+# install from nothing took 3.5 min on 2 loaded cores (msgpack, PyYAML, tornado
+# compile), a dry run against the made venv 2-5 s.
+TIMEOUT = {True: 300, False: 1800}  # by dry_run
 
 NAME = re.compile(r"^([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
 
@@ -102,7 +106,7 @@ def plan(path: Path, seen: set[Path] | None = None) -> Plan:
     return out
 
 
-def _add(items: list, item: object) -> None:
+def _add(items: list[Any], item: Any) -> None:
     if item not in items:
         items.append(item)
 
@@ -123,9 +127,12 @@ def pip(python: str, args: list[str], dry_run: bool) -> subprocess.CompletedProc
         cmd += ["--dry-run", "-q", "--report", "-"]
     cmd += args
     try:
-        return subprocess.run(cmd, capture_output=dry_run, text=True, timeout=TIMEOUT)
+        return subprocess.run(cmd, capture_output=dry_run, text=True, timeout=TIMEOUT[dry_run])
     except subprocess.TimeoutExpired:
-        return subprocess.CompletedProcess(cmd, 124, "", f"ERROR: pip did not finish in {TIMEOUT} s")
+        msg = f"ERROR: pip did not finish in {TIMEOUT[dry_run]} s"
+        if not dry_run:
+            print(f"freethreaded_pip: {msg}", file=sys.stderr)
+        return subprocess.CompletedProcess(cmd, 124, "", msg)
 
 
 def why(proc: subprocess.CompletedProcess[str]) -> str:
@@ -195,7 +202,7 @@ def venv_python(py313t: str, venv: Path) -> str | None:
         return str(python)
     if not os.access(py313t, os.X_OK):
         return None
-    subprocess.run([py313t, "-m", "venv", str(venv)], check=True, timeout=TIMEOUT)
+    subprocess.run([py313t, "-m", "venv", str(venv)], check=True, timeout=TIMEOUT[True])
     return str(python)
 
 
