@@ -4,9 +4,9 @@
 # recipe (tools/freethreaded_recipe.sh: its venv of the test requirements, the
 # in-place build, the whole suite, the GIL check, stress runs at 8 and 16
 # threads) with short stress runs, failing when it fails: a new dependency
-# that stops installing on 3.13t then fails CI that day (issue 43). Adds 8-13
+# that stops installing on 3.13t then fails CI that day (issue 43). Adds 5-10
 # min on 2 cores. When the interpreter is absent: one line, and exit 0
-# (building it takes 20-40 min, too long for CI's 90).
+# (building it takes 15-40 min, too long for CI's 90).
 # Env: PY313T (default /opt/py313t/bin/python3.13t), FT_STRESS_SECONDS (default 15).
 set -euo pipefail
 
