@@ -3,9 +3,10 @@
 # a free-threaded CPython 3.13 (python3.13t) in a venv of the test requirements,
 # run the whole suite (the GIL-progress tests skip, with the reason), then the
 # stress test with 8 and 16 threads.  What README's "Free-threaded CPython"
-# commands do, so that the recipe has a check that runs it (.ci/run, stage 8,
-# with LIBZIM_C_CI_FREETHREADED=1: building the interpreter takes 20-30 min on
-# 2 cores, so it is not in the default CI run).
+# commands do, so that the recipe has a check that runs it: .ci/run's last stage
+# (tools/freethreaded_ci.sh) runs it, with 15 s stress runs, whenever the
+# interpreter is built on the machine (building it takes 20-40 min on 2 cores,
+# so CI does not).
 #
 # Usage (from anywhere; root or sudo only to build the interpreter):
 #   bash tools/freethreaded_recipe.sh [PYTEST_ARGS...]
@@ -44,10 +45,15 @@
 #   pydantic whose pydantic-core has one (pydantic 2.12.3 with pydantic-core
 #   2.41.4 when this was written), and is left out, saying so, when none has;
 #   the example's test then skips with that reason (on a free-threaded build
-#   only: elsewhere a missing fastapi fails it);
+#   only: elsewhere a missing fastapi fails it). Since issue 43 fastapi and
+#   the MCP SDK (mcp>=2.0, whose pydantic-core, cryptography and cffi had no
+#   cp313t wheels) are each installed on its own with --only-binary=:all:, and
+#   the rules (what is left out, what goes on its own) are in
+#   tools/freethreaded_pip.py, whose `check` dry-runs every requirements file;
 # - after the suite: the GIL must still be off once libzim.serve and libzim.dask
-#   (and fastapi, when installed) are imported: an extension module that does
-#   not declare Py_MOD_GIL_NOT_USED turns it back on for the whole process.
+#   (and libzim.mcp and fastapi, when installed) are imported: an extension
+#   module that does not declare Py_MOD_GIL_NOT_USED turns it back on for the
+#   whole process.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -75,16 +81,11 @@ fi
 [ -x "$VENV/bin/python" ] || "$PY313T" -m venv "$VENV"
 PY="$VENV/bin/python"
 
-# The test requirements but mypy, httptools, uvloop and fastapi (on its own below).
-reqs=$(mktemp /tmp/libzim-c-ft-reqs.XXXXXX)
-trap 'rm -f "$reqs"' EXIT
-grep -vE '^(mypy|httptools|uvloop|fastapi)' "$ROOT/requirements-test.txt" >"$reqs"
 "$PY" -m pip install -q "setuptools>=77" wheel   # the license field needs 77 (requirements-dev.txt)
-"$PY" -m pip install -q --prefer-binary --only-binary=hypothesis,pyarrow -r "$reqs"
-if ! "$PY" -m pip install -q --prefer-binary --only-binary=pydantic-core fastapi; then
-    echo "freethreaded_recipe: fastapi left out: pip found no pydantic-core wheel" \
-         "for this interpreter; tests/test_serve.py::test_fastapi_example skips, saying so" >&2
-fi
+# The test requirements by tools/freethreaded_pip.py's rules: mypy, httptools and
+# uvloop left out; fastapi and mcp each on its own from wheels only, left out
+# with a one-line message when no release has a wheel set for 3.13t.
+"$PY" "$ROOT/tools/freethreaded_pip.py" install "$ROOT/requirements-test.txt"
 
 cd "$ROOT"
 "$PY" setup.py build_ext --inplace -q    # libzim/_libzim.cpython-313t-*.so
@@ -94,14 +95,14 @@ cd "$ROOT"
 # The GIL is still off with the optional parts imported (in a process of its
 # own: in the suite's, a test that skipped imported nothing).
 [ "${FT_ALLOW_GIL:-0}" = 1 ] || "$PY" - <<'EOF'
-import importlib.util, sys
-import libzim.dask, libzim.serve
-if importlib.util.find_spec("fastapi"):
-    import fastapi
+import importlib, importlib.util, sys
+names = ["libzim.dask", "libzim.serve"]
+names += [n for n, sdk in (("libzim.mcp", "mcp"), ("fastapi", "fastapi")) if importlib.util.find_spec(sdk)]
+for name in names:
+    importlib.import_module(name)
 if sys._is_gil_enabled():
-    sys.exit("freethreaded_recipe: the GIL is enabled after importing libzim.serve and libzim.dask")
-print("freethreaded_recipe: the GIL is still disabled after importing libzim.serve, libzim.dask"
-      + (" and fastapi" if "fastapi" in sys.modules else ""))
+    sys.exit("freethreaded_recipe: the GIL is enabled after importing " + ", ".join(names))
+print("freethreaded_recipe: the GIL is still disabled after importing " + ", ".join(names))
 EOF
 if [ "$STRESS" != 0 ]; then
     for threads in 8 16; do
