@@ -140,31 +140,12 @@ def test_many_threads_never_use_a_closed_value():
 
 def _write(path: Path, word: str) -> Path:
     from libzim import writer
-
-    class Item(writer.Item):
-        def __init__(self, p: str, t: str, html: str) -> None:
-            super().__init__()
-            self.p, self.t, self.html = p, t, html
-
-        def get_path(self) -> str:
-            return self.p
-
-        def get_title(self) -> str:
-            return self.t
-
-        def get_mimetype(self) -> str:
-            return "text/html"
-
-        def get_contentprovider(self) -> writer.ContentProvider:
-            return writer.StringProvider(self.html)
-
-        def get_hints(self) -> dict:
-            return {writer.Hint.FRONT_ARTICLE: True}
+    from writer_support import TextItem
 
     with writer.Creator(path).config_indexing(True, "eng") as c:
         c.set_mainpath("a0.html")
         for i in range(6):
-            c.add_item(Item(f"a{i}.html", f"{word} {i}", f"<html><body>{word} common text {i}</body></html>"))
+            c.add_item(TextItem(f"a{i}.html", f"{word} {i}", f"<html><body>{word} common text {i}</body></html>"))
         c.add_metadata("Title", word)
     return path
 
