@@ -538,11 +538,19 @@ def test_search_empty_query_is_usage_error(ft_zim):
     assert_one_line_error(zim("search", ft_zim, "  "), code=2)
 
 
+def _sigint_as_at_a_terminal() -> None:
+    # A shell without job control starts background jobs with SIGINT ignored (POSIX), and
+    # Python then installs no KeyboardInterrupt handler: a CI runner that starts the suite
+    # with `&` would make Ctrl-C do nothing. A user's Ctrl-C comes with the default.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_search_ctrl_c_exits_130(ft_zim):
     proc = subprocess.Popen(
         [sys.executable, "-m", "libzim", "search", ft_zim, "quokka", "--threads", "2", "--repeat", "100000000"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=_sigint_as_at_a_terminal,
         **_child(),
     )
     # Text mode prints (and flushes) the results before the threaded loop starts.
