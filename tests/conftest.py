@@ -200,6 +200,17 @@ def suite_skip_line(count: int) -> str:
 def pytest_terminal_summary(terminalreporter) -> None:
     if _suite_skipped:
         terminalreporter.write_line(suite_skip_line(len(_suite_skipped)))
+    # Every other skip too, counted by its reason, so that none passes unseen in -q's dots.
+    suite = set(_suite_skipped)
+    reasons: dict[str, int] = {}
+    for rep in terminalreporter.stats.get("skipped", []):
+        if getattr(rep, "nodeid", None) in suite:
+            continue
+        lr = getattr(rep, "longrepr", None)
+        reason = str(lr[2] if isinstance(lr, tuple) and len(lr) == 3 else lr).removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    for reason, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
+        terminalreporter.write_line(f"{n} test{'' if n == 1 else 's'} skipped: {reason}")
 
 
 @pytest.fixture(scope="session")
