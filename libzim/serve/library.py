@@ -75,7 +75,9 @@ class Book:
     reloads compare and the shelf's caches are keyed by. ``complete`` is False for
     a book of a library file whose archive was never read: ``main_path``,
     ``illustration_sizes`` and ``has_fulltext_index`` are learnt on its first open
-    (:meth:`ensure_complete`).
+    (:meth:`ensure_complete`). ``file_says`` is True for a library file's book: its
+    ``flavour`` and illustrations are the file's, as kiwix takes them, and its first
+    open leaves them as they are.
 
     :attr:`archive` and :attr:`suggester` are the shelf's (opened on first use).
     """
