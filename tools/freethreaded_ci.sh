@@ -13,7 +13,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PY313T=${PY313T:-/opt/py313t/bin/python3.13t}
 
-if [ ! -x "$PY313T" ]; then
+if [ ! -f "$PY313T" ] || [ ! -x "$PY313T" ]; then
     echo "freethreaded_ci: skipped: no free-threaded interpreter at $PY313T (bash tools/build_freethreaded_python.sh builds it)"
     exit 0
 fi
