@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import importlib
 import threading
-from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Hashable, Iterable, Mapping
 
 # The native module's private catalog index (src/catalog.c), outside its public stubs.
 _native: Any = importlib.import_module("libzim._libzim")
@@ -57,6 +57,7 @@ class BookRecord:
     favicon: None = None
     illustration_sizes: tuple[int, ...] = ()
     remote: bool = True
+    rendered: dict[Hashable, str] = field(default_factory=dict, repr=False)  # as Book.rendered
 
 
 def _count(text: str | None) -> int:

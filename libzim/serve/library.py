@@ -109,6 +109,10 @@ class Book:
     complete: bool = True
     file_says: bool = False  # a library file's book: its flavour and illustrations are the file's (kiwix)
     shelf: Shelf | None = field(default=None, repr=False)
+    # What was rendered from this record (OPDS entries), by what else it depends on. A change
+    # of fields replaces the dict (never clears it): a rendering begun on the old fields then
+    # stores into the old dict, which nobody reads any more.
+    rendered: dict[Hashable, str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_record(cls, name: str, path: Path, record: dict[str, Any] | None,
@@ -168,6 +172,7 @@ class Book:
         if not self.uuid:
             self.uuid = self.archive_uuid
         self.complete = True
+        self.rendered = {}
 
     def ensure_complete(self) -> None:
         """Open the archive if the record lacks what only it knows (on a worker)."""
@@ -219,6 +224,7 @@ class Book:
                 self.favicon = (base64.b64decode(info["favicon"], validate=True), info["faviconMimeType"])
             except ValueError:
                 pass
+        self.rendered = {}  # also a copy's own (libraryfile._reused copies the fields)
 
     def tag_list(self) -> list[str]:
         """The tags, split at ``;`` (kiwix's format), empty ones dropped."""

@@ -222,6 +222,7 @@ def _as_the_file_says(book: Book, info: dict[str, str]) -> None:
     book.flavour = info.get("flavour", "")
     book.illustration_sizes = (48,) if info.get("favicon") and info.get("faviconMimeType") else ()
     book.file_says = True  # the first open (Book.learn) leaves these two as they are
+    book.rendered = {}
 
 
 def _sizes(search_cache: int) -> CacheSizes:

@@ -70,7 +70,23 @@ def _acquisition(b: Book, root: str, downloads: bool) -> str:
 
 def entry(b: Book, root: str, content_root: str | None, downloads: bool = False) -> str:
     """One complete ``<entry>`` (what Kiwix clients read of a book), as kiwix's
-    catalog_v2_entry.xml template writes it (its blank-line quirks included)."""
+    catalog_v2_entry.xml template writes it (its blank-line quirks included).
+
+    Kept on the book (``Book.rendered``, replaced when its fields change): a mirror's
+    Kiwix clients fetch every entry of a 10,000-book catalog at once, and writing them
+    was most of that request's CPU. The key is all the entry depends on beside the book;
+    a server has one or two of those, and a book keeps at most four."""
+    memo = b.rendered  # this dict, even if a change replaces it meanwhile (see Book.rendered)
+    key = ("opds", root, content_root, downloads)
+    text = memo.get(key)
+    if text is None:
+        text = _entry(b, root, content_root, downloads)
+        if len(memo) < 4:
+            memo[key] = text
+    return text
+
+
+def _entry(b: Book, root: str, content_root: str | None, downloads: bool) -> str:
     sizes = list(b.illustration_sizes) or ([48] if b.favicon else [])
     icons = "".join(f'<link rel="http://opds-spec.org/image/thumbnail"\n'
                     f'          href="{_q(root)}/catalog/v2/illustration/{quote(b.uuid, safe="")}/?size={size}"\n'
