@@ -77,7 +77,8 @@ class Book:
     ``illustration_sizes`` and ``has_fulltext_index`` are learnt on its first open
     (:meth:`ensure_complete`). ``file_says`` is True for a library file's book: its
     ``flavour`` and illustrations are the file's, as kiwix takes them, and its first
-    open leaves them as they are.
+    open leaves them as they are. ``rendered`` keeps what was written from the record
+    (its OPDS entry), a new dict whenever its fields change.
 
     :attr:`archive` and :attr:`suggester` are the shelf's (opened on first use).
     """
