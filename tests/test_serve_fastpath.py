@@ -7,8 +7,10 @@ answers kept: the router and the workers answer it, as before the change."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import logging
+import random
 import re
 import sys
 from pathlib import Path
@@ -35,8 +37,8 @@ G = "g"  # big_path: entries above the gzip threshold, the kept-answer bound and
 # not kept (over it), streamed (over 1 MiB).
 WORDS = " ".join(f"mot{i} <b>{i * 7919 % 1000}</b>" for i in range(200_000))
 PAGE = f"<html><head><title>Big</title></head><body><p>{WORDS[:20_000]}</p></body></html>"
-STYLE = "p { color: red; }\n" * 20_000  # 380 KB: over the kept bound
-SCRIPT = WORDS[:1_500_000]  # over the streaming bound
+STYLE = "p { color: red; }\n" * 20_000  # 360 KB: over the kept bound; its gzip under it
+SCRIPT = random.Random(42).randbytes(750_000).hex()  # 1.5 MB, over the streaming bound; its gzip over the kept one
 
 
 @pytest.fixture(scope="module")
@@ -188,9 +190,12 @@ def test_fast_path_answers_as_starlette(zim_a_path, big_path, options):
             assert a.headers.raw == b.headers.raw
         answers = fast.state.server.answers
         assert answers.hits > 0  # the second asks came from the kept answers
-        kept = {k[1] for k in answers._items if k[0] == G}
-        assert {"page.html", "page2.html", "pic.svg", "old.html"} <= kept
-        assert not kept & {"style.css", "script.js"}  # over the bound per answer: never kept
+        kept = {k[1]: v[0][1] for k, v in answers._items.items() if k[0] == G}
+        assert {"page.html", "page2.html", "pic.svg", "old.html", "style.css"} <= set(kept)
+        assert kept["page.html"][0] == PAGE.encode() and kept["page.html"][3] is not None  # both codings
+        assert kept["style.css"][0] is None  # over the bound as it is: its gzip alone, which fits
+        assert gzip.decompress(kept["style.css"][3]) == STYLE.encode()
+        assert len(gzip.compress(SCRIPT.encode())) > answers.max_item and "script.js" not in kept  # neither fits
         assert 0 < answers.size <= answers.max_bytes
         plain = f.get(root + f"/content/{G}/page.html")  # after gzip was kept: the plain bytes
         assert "content-encoding" not in plain.headers and plain.text == PAGE

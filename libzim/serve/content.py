@@ -51,6 +51,7 @@ def etag_of(*parts: str) -> str:
 
 
 Found = tuple[bytes | memoryview, str, str, bytes | None]
+Kept = tuple[bytes | None, str, str, bytes | None]  # a kept answer: content None when only its gzip is kept
 
 
 def _lookup(book: Book, path: str, gzip_ok: bool = False) -> str | Found:
@@ -77,26 +78,39 @@ def _lookup(book: Book, path: str, gzip_ok: bool = False) -> str | Found:
 
 def _recent(server: Server, book: Book, path: str, gzip_ok: bool) -> str | Found | None:
     """The answer kept for ``path`` of this very Book (server.answers), if it serves this
-    request: not when gzip is asked and worth it but was not made yet."""
+    request: not when gzip is asked and worth it but was not made yet, nor when only the
+    gzip was kept (content too large to keep as it is) and the request does not take it."""
     kept = server.answers.get((book.name, path))
     if kept is None:
         return None
-    owner, found = cast("tuple[Book, str | Found]", kept)
+    owner, found = cast("tuple[Book, str | Kept]", kept)
     if owner is not book:  # another library's Book of that name (a reload): not its answer
         return None
-    if gzip_ok and not isinstance(found, str) and found[3] is None and len(found[0]) > GZIP_ABOVE \
-            and compressible(found[1]):
+    if isinstance(found, str):
+        return found
+    body, mimetype, etag, packed = found
+    if body is None:  # only the gzip kept: a request without gzip (or with a range) needs the content
+        return (b"", mimetype, etag, packed) if gzip_ok and packed is not None else None
+    if gzip_ok and packed is None and len(body) > GZIP_ABOVE and compressible(mimetype):
         return None
-    return found
+    return body, mimetype, etag, packed
 
 
 def _keep(server: Server, book: Book, path: str, found: str | Found) -> None:
-    """Keep a worker's answer for the next request of ``path`` (not the large, streamed ones)."""
+    """Keep a worker's answer for the next request of ``path``: whole when it fits the bound per
+    answer; else its gzip alone when that fits (a large page gzipped once, not per request);
+    else nothing (what was kept stays)."""
+    cache, key = server.answers, (book.name, path)
+    over = ANSWER_OVERHEAD + 2 * len(path)
     if isinstance(found, str):
-        server.answers.put((book.name, path), (book, found), ANSWER_OVERHEAD + 2 * (len(path) + len(found)))
-    elif isinstance(found[0], bytes):
-        server.answers.put((book.name, path), (book, found), ANSWER_OVERHEAD + 2 * len(path) + len(found[0])
-                           + (len(found[3]) if found[3] is not None else 0))
+        cache.put(key, (book, found), over + 2 * len(found))
+        return
+    body, mimetype, etag, packed = found
+    gz = len(packed) if packed is not None else 0
+    if isinstance(body, bytes) and over + len(body) + gz <= cache.max_item:
+        cache.put(key, (book, found), over + len(body) + gz)
+    elif packed is not None and over + gz <= cache.max_item:
+        cache.put(key, (book, (None, mimetype, etag, packed)), over + gz)
 
 
 async def content(server: Server, request: Request) -> Response:
