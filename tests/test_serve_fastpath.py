@@ -322,3 +322,122 @@ def test_access_log_leaves_other_setups_to_logging():
     logger.handlers[0].setFormatter(logging.Formatter("%(message)s"))
     logger.addFilter(lambda r: True)
     assert AccessLog(logger).handler is None
+
+
+class _Writes:
+    """A transport recording its writes."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+    def close(self) -> None:
+        self.closed = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+
+def test_head_goes_out_with_the_body():
+    from libzim.serve.protocol import ONE_WRITE_MAX, _HeadWithBody
+
+    t = _Writes()
+    w = _HeadWithBody(t)
+    w.write(b"HTTP/1.1 100 Continue\r\n\r\n")  # not held: the client waits for it
+    w.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n")
+    assert t.writes == [b"HTTP/1.1 100 Continue\r\n\r\n"]
+    w.write(b"hi")
+    w.write(b"more")  # a stream's next chunks: as they come
+    assert t.writes[1:] == [b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nhi", b"more"]
+    assert not w.is_closing()  # the rest is the transport's
+
+    t = _Writes()
+    w = _HeadWithBody(t)
+    big = b"x" * (ONE_WRITE_MAX + 1)
+    w.write(b"HEAD\r\n\r\n")
+    w.write(big)  # not copied to join it
+    assert t.writes == [b"HEAD\r\n\r\n", big]
+
+    t = _Writes()
+    w = _HeadWithBody(t)
+    w.write(b"HTTP/1.1 200 OK\r\n\r\n")
+    w.close()  # an app that failed after starting its response: the head still goes first
+    assert t.writes == [b"HTTP/1.1 200 OK\r\n\r\n"] and t.closed
+
+
+def test_live_server_answers_and_logs_as_uvicorn(zim_a_path, big_path, tmp_path):
+    """zim serve (httptools, its head-with-body writes, its access log): keep-alive GET, HEAD,
+    304, a streamed answer, HTTP/1.0 (connection closed after the answer), each answered whole,
+    and one access line per request in uvicorn's words."""
+    import http.client
+    import socket
+    import subprocess
+    import time
+
+    from conftest import child_python, free_port
+
+    pytest.importorskip("httptools", reason="httptools is not installed (the serve extra installs it)")
+    port = free_port()
+    out_f = open(tmp_path / "stdout", "w+b")
+    proc = subprocess.Popen([sys.executable, "-m", "libzim", "serve", str(zim_a_path), str(big_path),
+                             "--address", "127.0.0.1", "--port", str(port), "--threads", "2", "--http", "httptools"],
+                            stdout=out_f, stderr=subprocess.STDOUT, **child_python())
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=2).close()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
+                time.sleep(0.2)
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        asked = []
+
+        def ask(method: str, url: str, headers: dict[str, str] | None = None) -> http.client.HTTPResponse:
+            c.request(method, url, headers=headers or {})
+            r = c.getresponse()
+            r.body = r.read()
+            asked.append((method, url, r.status))
+            return r
+
+        for _ in range(2):  # the second from the kept answers
+            r = ask("GET", f"/content/{G}/page.html")
+            assert r.status == 200 and r.body == PAGE.encode()
+            etag = r.getheader("etag")
+            r = ask("HEAD", f"/content/{G}/page.html")
+            assert r.status == 200 and r.body == b"" and r.getheader("content-length") == str(len(PAGE))
+            r = ask("GET", f"/content/{G}/page.html", {"If-None-Match": etag})
+            assert r.status == 304 and r.body == b""
+            r = ask("GET", f"/content/{G}/page.html", {"Accept-Encoding": "gzip"})
+            assert r.getheader("content-encoding") == "gzip" and gzip.decompress(r.body) == PAGE.encode()
+            r = ask("GET", f"/content/{G}/script.js")
+            assert r.status == 200 and r.body == SCRIPT.encode()
+            r = ask("GET", f"/suggest?content={G}&term=big")
+            assert r.status == 200 and b"Big page" in r.body
+            r = ask("GET", f"/content/{G}/nothing-here")
+            assert r.status == 404
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            s.sendall(f"GET /content/{G}/page.html HTTP/1.0\r\n\r\n".encode())
+            got = b""
+            while chunk := s.recv(1 << 16):  # the server closes after the answer
+                got += chunk
+        asked.append(("GET", f"/content/{G}/page.html", 200))
+        head, _, body = got.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200 OK\r\n") and b"connection: close" in head.lower() and body == PAGE.encode()
+        c.close()
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        out_f.seek(0)
+        log = out_f.read().decode("utf-8", "replace")
+        out_f.close()
+    lines = [line for line in log.splitlines() if " - \"" in line]
+    reasons = {200: "OK", 304: "Not Modified", 404: "Not Found"}
+    want = [(m, u, "1.0" if i == len(asked) - 1 else "1.1", s) for i, (m, u, s) in enumerate(asked)]
+    assert len(lines) == len(want), log
+    for line, (m, u, v, s) in zip(lines, want):
+        assert re.fullmatch(rf'INFO: +127\.0\.0\.1:\d+ - "{m} {re.escape(u)} HTTP/{v}" {s} {reasons[s]}', line), line

@@ -254,6 +254,50 @@ def access_log_for(logger: logging.Logger) -> AccessLog:
     return found
 
 
+class _HeadWithBody:
+    """A request cycle's transport that writes the response's head with its first body bytes:
+    one socket write (one send, one TCP segment for a small answer) instead of two. uvicorn
+    writes the head when the app starts the response and the body when it sends it; every
+    response but HEAD's (not wrapped) sends a body message, empty or not, and ``close`` (an app
+    that failed half-way) writes a head still held first."""
+
+    __slots__ = ("transport", "head", "started")
+
+    def __init__(self, transport: Any) -> None:
+        self.transport = transport
+        self.head: bytes | None = None
+        self.started = False
+
+    def write(self, data: bytes) -> None:
+        """The first write (the head, unless it is a 100 Continue) is held for the next one."""
+        head = self.head
+        if head is not None:
+            self.head = None
+            if len(data) <= ONE_WRITE_MAX:
+                self.transport.write(head + data)
+            else:  # a large body is not copied to join it: two writes, as before
+                self.transport.write(head)
+                self.transport.write(data)
+        elif not self.started and not data.startswith(b"HTTP/1.1 100 "):
+            self.started = True
+            self.head = data
+        else:
+            self.transport.write(data)
+
+    def close(self) -> None:
+        """Write a held head, then close."""
+        if self.head is not None:
+            head, self.head = self.head, None
+            self.transport.write(head)
+        self.transport.close()
+
+    def __getattr__(self, name: str) -> Any:  # is_closing, get_extra_info, ...: the transport's
+        return getattr(self.transport, name)
+
+
+ONE_WRITE_MAX = 64 << 10  # bodies up to this are joined to their head (a copy, cheaper than a send)
+
+
 # uvicorn's httptools protocol imports httptools: without it (the serve extra
 # not installed, or no wheel for this interpreter) the class below is an inert
 # placeholder that protocol_class() never hands out.
@@ -293,7 +337,11 @@ class BoundedHttpToolsProtocol(_HttpToolsBase):  # type: ignore[misc]  # (uvicor
     def on_headers_complete(self) -> None:
         """The head ended: what follows is the body or the next request."""
         self._in_head = False
+        before = getattr(self, "cycle", None)
         super().on_headers_complete()
+        cycle = getattr(self, "cycle", None)
+        if cycle is not None and cycle is not before and self.scope.get("method") != "HEAD":
+            cycle.transport = _HeadWithBody(cycle.transport)
 
     def on_message_begin(self) -> None:
         """A request starts: its head follows."""
