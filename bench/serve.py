@@ -355,16 +355,18 @@ class Bench:
 
     def matrix(self) -> None:
         a = self.args
-        kinds = ["content", *(f"search-{n}" for n in a.page_lengths), "suggest"]
+        kinds = [k for k in ("content", *(f"search-{n}" for n in a.page_lengths), "suggest")
+                 if a.kinds is None or k.split("-")[0] in a.kinds]
         for trial in range(a.trials):
             order = SERVERS if trial % 2 == 0 else SERVERS[::-1]
             for kind in kinds:
                 for clients in a.clients:
                     for s in order:
                         self._one(s, kind, clients, a.duration, trial, a.warmup)
-            for s in order:
-                self._one(s, "suggest+search", a.mixed_suggest, a.duration, trial, a.warmup)
-        if a.soak > 0:
+            if a.kinds is None or "suggest+search" in a.kinds:
+                for s in order:
+                    self._one(s, "suggest+search", a.mixed_suggest, a.duration, trial, a.warmup)
+        if a.soak > 0 and (a.kinds is None or "soak" in a.kinds):
             for s in SERVERS:
                 self._one(s, "soak", SOAK_CLIENTS, a.soak, 0, 0)
 
@@ -560,6 +562,9 @@ def main() -> int:
     p.add_argument("--threads", type=int, default=2, help="worker threads of both servers (default 2)")
     p.add_argument("--zim-arg", action="append", default=[], metavar="ARG",
                    help="one more argument for zim serve, e.g. --zim-arg=--suggest-mode=auto (repeatable)")
+    p.add_argument("--kinds", type=lambda s: set(s.split(",")), default=None,
+                   help="only these workloads, comma-separated, of content, search, suggest, suggest+search, soak "
+                        "(default: all), e.g. --kinds content,suggest for the per-request rows of issue 42")
     p.add_argument("--quick", action="store_true",
                    help="1 trial of 2 s runs, 1 and 8 clients, pageLength 10, a 5 s soak: checks the harness")
     p.add_argument("--out", default=str(HERE / "results" / "serve"), help="output path without suffix")
@@ -604,7 +609,8 @@ def main() -> int:
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    command = "python bench/serve.py" + (" --quick" if args.quick else "") + "".join(
+    command = "python bench/serve.py" + (" --quick" if args.quick else "") + (
+        f" --kinds {','.join(sorted(args.kinds))}" if args.kinds else "") + "".join(
         f" --archive {s.name}" for s in sources if args.archive) + "".join(f" --zim-arg={a}" for a in args.zim_arg)
     meta = {"command": command, "archives": [s.name for s in sources], "kiwix": kiwix_version,
             "threads": args.threads, "clients": args.clients, "page_lengths": args.page_lengths,

@@ -305,7 +305,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                    help="where what each archive's catalog entry needs is kept between starts, by path, size "
                         "and time (default $XDG_CACHE_HOME/libzim-c/bookinfo.json; 'none': not kept)")
     o.add_argument("--answer-cache", type=int, default=16, metavar="MIB",
-                   help="recent content answers (up to 256 KiB each, and their gzip) kept to answer again without "
-                        "a worker, in MiB, and an eighth of it for suggestion answers (default 16; 0: none)")
+                   help="recent content answers kept to answer again without a worker (up to 256 KiB each with "
+                        "their gzip; of a larger one its gzip alone), in MiB, and an eighth of it for suggestion "
+                        "answers (default 16; 0: none)")
     o.add_argument("--no-access-log", action="store_true", help="do not log each request")
     p.set_defaults(func=cmd_serve)
