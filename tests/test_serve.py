@@ -120,7 +120,7 @@ def test_library_page(client):
     script = re.search(r'<script src="(/skin/library\.js\?v=[0-9a-f]+)"', text).group(1)
     assert "/suggest?content=" in client.get(script).text
     assert re.search(r'<img src="/catalog/v2/illustration/[0-9a-f-]{36}\?size=48"', text)
-    assert ">français · " in text and ">English · " in text  # each language by its own name
+    assert "<bdi>français</bdi> · " in text and "<bdi>English</bdi> · " in text  # each language by its own name
 
 
 def test_library_page_counts_in_the_singular(fra_path, client):

@@ -146,7 +146,7 @@ def test_the_selects_name_languages_in_themselves(client):
         sel = " selected" if code == "fra" else ""
         assert f'<option value="{code}"{sel}>{own} ({n})</option>' in t
     assert '<option value="wikipedia">wikipedia</option>' in t and '<option value="wiktionary">' in t
-    assert "français · 1,000 articles" in t  # book0's tile: language by its own name
+    assert "<bdi>français</bdi> · 1,000 articles" in t  # book0's tile: language by its own name
 
 
 def test_tile_facts():
@@ -156,7 +156,7 @@ def test_tile_facts():
         t = c.get("/").text
     tile = t[t.index('data-name="book1"'):].split("</li>", 1)[0]
     assert 'href="/content/book1/"' in tile and ">Tome 001<" in tile and "About thing1" in tile
-    assert "English · 1,001 articles · 3.0 MB" in tile
+    assert "<bdi>English</bdi> · 1,001 articles · 3.0 MB" in tile
     assert '<img src="/catalog/v2/illustration/00000000-0000-4000-8000-000000000001?size=48"' in tile
     assert 'loading="lazy"' in tile and 'alt=""' in tile
     assert 'href="/?tag=odd"' in tile and "_hidden" not in t  # hidden tags stay hidden

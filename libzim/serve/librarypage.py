@@ -160,7 +160,8 @@ def _tile(b: Book, base: str, filters: dict[str, str], root: str, content_root: 
     if content_root is not None and not remote:
         href = f"{content_root}/content/{quote(b.name, safe='')}/"
         title = f'<a class="title zv-title" href="{esc(href)}">{title}</a>'
-    facts = [", ".join(esc(_self_name(c)) for c in _codes(b.language))] if b.language else []
+    # <bdi>: a right-to-left name (العربية) would otherwise reorder the line's numbers around it
+    facts = [", ".join(f"<bdi>{esc(_self_name(c))}</bdi>" for c in _codes(b.language))] if b.language else []
     if b.article_count:
         facts.append(plural(b.article_count, "article"))
     if b.size:
