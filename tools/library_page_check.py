@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """The weight of zim serve's library page for a 1,000-book library (issue 41).
 
-    .venv/bin/python tools/library_page_check.py [--books 1000] [--browser] [--shots DIR]
+    .venv/bin/python tools/library_page_check.py [--books 1000] [--browser [--axe] [--shots DIR]]
 
 Writes one small archive with a 48x48 illustration (in a temporary folder) and serves
-``--books`` books made of it, each with its own name, id, title, description (lengths as
-Kiwix's catalog has them), one of 20 languages, a category and Kiwix-style tags: what the
-page shows is the books' metadata, so copies of one archive weigh what real books do.
+``--books`` books made of it, each with its own name, id, title (2-5 words) and description
+(8-16 words) of random words, one of 20 languages, a category and Kiwix-style tags: what
+the page shows is the books' metadata, so copies of one archive weigh what real books do
+(random words compress worse than real text: the gzipped figures are pessimistic).
 
 Prints the bytes of ``/`` and ``/nojs`` (first page, a filtered page, the last page), raw
 and gzipped as the server sends them, the page's two files, and the requests the page
@@ -14,18 +15,22 @@ needs (the HTML, its files, the favicon, the illustrations of its 50 tiles: an u
 bound, as they load lazily). ``--browser`` also loads ``/`` in headless Chromium
 (selenium, requirements-browser.txt; Debian's chromium-driver) at 1280x800 and 390x844
 and counts the requests it made, before and after scrolling to the end, with the bytes
-transferred; ``--shots DIR`` keeps its screenshots there.
+transferred; ``--shots DIR`` keeps its screenshots there; ``--axe`` runs axe-core on ``/``
+and ``/nojs`` at both widths (exit status 1 on a serious or critical violation).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import random
 import re
+import string
 import sys
 import tempfile
 import threading
 import time
+import uuid as uuidlib
 import warnings
 from pathlib import Path
 
@@ -71,14 +76,20 @@ def library(path: Path, n: int) -> object:
     from libzim.serve import Library
 
     base = next(iter(Library([path]).books.values()))
+    # Titles and descriptions of random words (seeded): text that repeats less than a real
+    # catalog's, so gzip's figure is pessimistic rather than flattering.
+    rnd = random.Random(41)
+    vocab = ["".join(rnd.choice(string.ascii_lowercase) for _ in range(rnd.randint(3, 10))) for _ in range(3000)]
+
+    def words(low: int, high: int) -> str:
+        return " ".join(rnd.choice(vocab) for _ in range(rnd.randint(low, high)))
+
     books = []
     for i in range(n):
         lang, cat = LANGS[i % len(LANGS)], CATEGORIES[i % len(CATEGORIES)]
         books.append(dataclasses.replace(
-            base, name=f"{cat}_{lang}_all_maxi_{i:04d}", uuid=f"00000000-0000-4000-8000-{i:012d}",
-            title=f"{cat.replace('_', ' ').title()} ({lang}) selection {i}",
-            description=(f"The free {cat.replace('_', ' ')} that anyone can improve, as of January 2024, "
-                         f"with pictures (book {i})"),
+            base, name=f"{cat}_{lang}_all_maxi_{i:04d}", uuid=str(uuidlib.UUID(int=rnd.getrandbits(128), version=4)),
+            title=words(2, 5).title(), description=words(8, 16).capitalize() + ".",
             language=lang, category=cat, article_count=1000 + 37 * i, size=(i + 1) * 48_000_000,
             tags=f"{cat};_category:{cat};_pictures:yes;_videos:no;_details:yes;_ftindex:yes",
             rendered={}))
@@ -124,7 +135,20 @@ def serve(app: object) -> tuple[str, object]:
     return f"http://127.0.0.1:{port}", server
 
 
-def measure_browser(app: object, shots: Path | None) -> list[tuple[str, int, int]]:
+def axe_violations(drv: object) -> list[dict[str, object]]:
+    """axe-core's violations on the page now (axe-core-python ships axe.min.js: no network)."""
+    from axe_core_python.base import AXE_SCRIPT
+
+    drv.set_script_timeout(60)  # type: ignore[attr-defined]
+    drv.execute_script(AXE_SCRIPT)  # type: ignore[attr-defined]
+    found = drv.execute_async_script(  # type: ignore[attr-defined]
+        "var done = arguments[arguments.length - 1];"
+        "axe.run(document, {resultTypes: ['violations']}).then(function (r) { done(r.violations); },"
+        " function (e) { done([{id: 'error', impact: 'critical', help: String(e), nodes: [{html: ''}]}]); });")
+    return list(found)
+
+
+def measure_browser(app: object, shots: Path | None, axe: bool = False) -> list[tuple[str, int, int]]:
     """(what, requests, bytes transferred) of ``/`` in headless Chromium, at two widths."""
     from selenium import webdriver
 
@@ -158,6 +182,13 @@ def measure_browser(app: object, shots: Path | None) -> list[tuple[str, int, int
                 time.sleep(0.5)
                 n, size = drv.execute_script(count)
                 rows.append((f"{width} px, scrolled to the end", n, size))
+                if axe:
+                    for url in ("/", "/nojs", "/?lang=fra&page=2", "/nojs?tag=none"):
+                        drv.get(base + url)
+                        for v in axe_violations(drv):
+                            print(f"  axe {width} px {url}: {v['id']} ({v['impact']}): {v['help']} "
+                                  f"[{len(v['nodes'])} node(s)] {v['nodes'][0]['html'][:120]}")
+                            rows.append((f"{width} px {url}: axe {v['impact']} {v['id']}", 0, 0))
             finally:
                 drv.quit()
     finally:
@@ -170,6 +201,8 @@ def main() -> int:
     p.add_argument("--books", type=int, default=1000)
     p.add_argument("--browser", action="store_true", help="also count requests in headless Chromium")
     p.add_argument("--shots", type=Path, help="keep the browser's screenshots in this folder")
+    p.add_argument("--axe", action="store_true", help="with --browser: axe-core's violations on / and /nojs "
+                   "(pip install axe-core-python==0.1.0, as requirements-browser.txt)")
     args = p.parse_args()
     from libzim.serve import create_app
 
@@ -183,8 +216,15 @@ def main() -> int:
             if args.shots:
                 args.shots.mkdir(parents=True, exist_ok=True)
             app = create_app(library(path, args.books), threads=2)  # type: ignore[arg-type]
-            for what, n, size in measure_browser(app, args.shots):
-                print(f"  chromium {what:32} {n:>3} requests  {size:>8,} bytes transferred")
+            bad = 0
+            for what, n, size in measure_browser(app, args.shots, args.axe):
+                if "axe" in what:
+                    bad += what.split()[4] in ("serious", "critical")
+                else:
+                    print(f"  chromium {what:32} {n:>3} requests  {size:>8,} bytes transferred")
+            if args.axe:
+                print(f"  axe: {bad} serious or critical violation(s)")
+                return 1 if bad else 0
     return 0
 
 
