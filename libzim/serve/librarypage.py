@@ -87,26 +87,54 @@ class Listing:
     categories: list[str] = field(default_factory=list)
 
 
+@dataclass
+class _Facts:
+    """What every page of one library shows alike, computed once per library (a reload
+    makes a new library): its listed books by title, their ranks, languages, categories."""
+
+    by_title: list[Book]
+    rank: dict[int, int]
+    languages: list[tuple[str, str, int]]
+    categories: list[str]
+
+
+def _facts(server: Server) -> _Facts:
+    lib, remote = server.library, server.options.catalog_only
+    memo: dict[bool, _Facts] | None = getattr(lib, "_library_page", None)
+    if memo is None:
+        memo = {}
+        setattr(lib, "_library_page", memo)  # two threads may both compute it: the same value
+    facts = memo.get(remote)
+    if facts is None:
+        every: list[Book] = filter_books(server, QueryParams(""))
+        by_title = sorted(every, key=lambda b: (b.title.casefold(), b.name))
+        counts: dict[str, int] = {}
+        for b in every:
+            for code in set(_codes(b.language)):
+                counts[code] = counts.get(code, 0) + 1
+        languages = sorted(((c, _self_name(c), n) for c, n in counts.items()), key=lambda t: (t[1].casefold(), t[0]))
+        categories = sorted({b.category for b in every if b.category}, key=str.casefold)
+        facts = memo[remote] = _Facts(by_title, {id(b): i for i, b in enumerate(by_title)}, languages, categories)
+    return facts
+
+
 def listing(server: Server, request: Request) -> Listing:
     """The listing of this request (blocking: the catalog's index; run it on a worker).
     400 (HTTPError) for a filter the catalog refuses or a bad ``page``."""
     q = request.query_params
     filters = {k: v for k in FILTERS if (v := q.get(k, "").strip())}
     page = server.int_param(request, "page", 1, 1, MAX_PAGE)
-    every: list[Book] = filter_books(server, QueryParams(""))
-    found = filter_books(server, QueryParams(filters)) if filters else list(every)
-    if "q" not in filters:  # no words: by title (the catalog's own order is by id); with words, by relevance
-        found.sort(key=lambda b: (b.title.casefold(), b.name))
+    facts = _facts(server)
+    if not filters:
+        found = facts.by_title
+    else:
+        found = filter_books(server, QueryParams(filters))
+        if "q" not in filters:  # no words: by title (the catalog's own order is by id); with words, by relevance
+            found.sort(key=lambda b: facts.rank.get(id(b), 0))
     pages = max(1, -(-len(found) // PAGE_SIZE))
     page = min(page, pages)
-    counts: dict[str, int] = {}
-    for b in every:
-        for code in set(_codes(b.language)):
-            counts[code] = counts.get(code, 0) + 1
-    languages = sorted(((c, _self_name(c), n) for c, n in counts.items()), key=lambda t: (t[1].casefold(), t[0]))
-    categories = sorted({b.category for b in every if b.category}, key=str.casefold)
-    return Listing(found[(page - 1) * PAGE_SIZE:page * PAGE_SIZE], len(found), len(every), page, pages, filters,
-                   languages, categories)
+    return Listing(found[(page - 1) * PAGE_SIZE:page * PAGE_SIZE], len(found), len(facts.by_title), page, pages,
+                   filters, facts.languages, facts.categories)
 
 
 def _url(base: str, filters: dict[str, str], page: int = 1) -> str:
