@@ -12,7 +12,7 @@ from urllib.parse import quote, urlencode
 
 from .library import Book
 
-__all__ = ["error_page", "library_page", "search_page", "search_rss", "suggest_json", "esc",
+__all__ = ["error_page", "plural", "search_page", "search_rss", "suggest_json", "esc",
            "content_url", "safe_snippet"]
 
 
@@ -45,47 +45,6 @@ body{font-family:sans-serif;margin:0 auto;max-width:60em;padding:1em}
 #suggestions{border:1px solid #ccc;max-width:30em}#suggestions a{display:block;padding:.2em}
 """
 
-_SUGGEST_JS = """
-(function(){
-  var box=document.getElementById('kiwixsearchbox'), sel=document.getElementById('book'),
-      form=document.getElementById('kiwixsearchform'), out=document.getElementById('suggestions'), timer=null,
-      root=(form||{}).dataset.root||'', viewer=root+'/viewer#';
-  // With JavaScript, books, suggestions and searches open in the viewer (/viewer#BOOK/PATH);
-  // the links' hrefs stay /content/ for browsers without it.
-  document.querySelectorAll('.book a.title').forEach(function(a){
-    var p=root+'/content/', u=new URL(a.href, location.href);
-    if(u.pathname.indexOf(p)===0) a.href=viewer+u.pathname.slice(p.length);
-  });
-  if(!box||!sel||!out) return;
-  form.addEventListener('submit', function(e){
-    e.preventDefault();
-    if(box.value.trim()) location.href=viewer+'search?'+new URLSearchParams({'books.name': sel.value, pattern: box.value});
-  });
-  box.addEventListener('input', function(){
-    clearTimeout(timer);
-    timer=setTimeout(function(){
-      var term=box.value; out.textContent='';
-      if(!term) return;
-      fetch(root+'/suggest?content='+encodeURIComponent(sel.value)+'&term='+encodeURIComponent(term)+'&count=10')
-        .then(function(r){return r.ok?r.json():[];})
-        .then(function(items){
-          out.textContent='';
-          items.forEach(function(it){
-            var a=document.createElement('a');
-            a.className='suggestion';
-            a.textContent=it.value;
-            a.href= it.kind==='path'
-              ? viewer+encodeURIComponent(sel.value)+'/'+it.path.split('/').map(encodeURIComponent).join('/')
-              : viewer+'search?books.name='+encodeURIComponent(sel.value)+'&pattern='+encodeURIComponent(term);
-            out.appendChild(a);
-          });
-        }).catch(function(){});
-    }, 150);
-  });
-})();
-"""
-
-
 def _page(title: str, body: str, root: str = "") -> str:
     # The icon's link: under a root prefix the browser's own /favicon.ico is outside the server.
     return (
@@ -107,39 +66,6 @@ def error_page(status: int, title: str, message: str, root: str = "") -> str:
 def plural(n: int, noun: str) -> str:
     """``1 book``, ``2 books``, ``1,024 articles``."""
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
-
-
-def library_page(books: Sequence[Book], root: str = "") -> str:
-    """The HTML library page at ``/``: a card per book (illustration, title,
-    description, language, article count) and the search box with
-    type-ahead suggestions; every URL under the mount point ``root``."""
-    cards = []
-    for b in books:
-        img = ""
-        if b.illustration_sizes:  # 48x48 (kiwix's size) when there, else the smallest
-            size = 48 if 48 in b.illustration_sizes else b.illustration_sizes[0]
-            img = (f"<img src=\"{esc(quote(root, safe='/'))}/catalog/v2/illustration/{esc(b.uuid)}?size={size}\" "
-                   "width=\"48\" height=\"48\" alt=\"\">")
-        link = content_url(b.name, root=root)
-        cards.append(
-            f"<div class=\"book\" data-name=\"{esc(b.name)}\">{img}"
-            f"<a class=\"title\" href=\"{esc(link)}\">{esc(b.title)}</a>"
-            f"<div class=\"desc\">{esc(b.description)}</div>"
-            f"<div class=\"meta\"><span class=\"language\">{esc(b.language)}</span> · "
-            f"<span class=\"articles\">{plural(b.article_count, 'article')}</span></div></div>"
-        )
-    options = "".join(f"<option value=\"{esc(b.name)}\">{esc(b.title)}</option>" for b in books)
-    form = (
-        f"<form class=\"kiwixsearch\" method=\"GET\" action=\"{esc(quote(root, safe='/'))}/search\" "
-        f"id=\"kiwixsearchform\" data-root=\"{esc(quote(root, safe='/'))}\">"
-        f"<select id=\"book\" name=\"books.name\">{options}</select> "
-        "<input autocomplete=\"off\" id=\"kiwixsearchbox\" name=\"pattern\" type=\"text\" "
-        "aria-label=\"Search\" placeholder=\"Search\"> <button type=\"submit\">Search</button>"
-        "<div id=\"suggestions\"></div></form>"
-    )
-    body = (f"<h1>Library</h1>\n{form}\n<p class=\"count\">{plural(len(books), 'book')}</p>\n"
-            f"<div class=\"books\">{''.join(cards)}</div>\n<script>{_SUGGEST_JS}</script>")
-    return _page("Welcome to Kiwix Server", body, root)
 
 
 class Hit:
