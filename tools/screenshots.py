@@ -238,7 +238,8 @@ def _viewer_ready(drv: Any) -> bool:
     return bool(drv.execute_script(
         "var f=document.getElementById('zv-frame'), b=document.getElementById('zv-book');"
         "try{return f && f.contentDocument && f.contentDocument.readyState==='complete' &&"
-        " f.contentWindow.location.pathname.indexOf('/content/')>=0 && b && b.textContent.length>0;}"
+        " f.contentWindow.location.pathname.indexOf('/content/')>=0 && b && b.textContent.length>0 &&"
+        " f.contentDocument.fonts.status==='loaded' && document.fonts.status==='loaded';}"
         "catch(e){return false;}"))
 
 
