@@ -12,7 +12,7 @@ from urllib.parse import quote, urlencode
 
 from .library import Book
 
-__all__ = ["error_page", "plural", "search_page", "search_rss", "suggest_json", "esc",
+__all__ = ["error_page", "plural", "search_rss", "suggest_json", "esc",
            "content_url", "safe_snippet"]
 
 
@@ -85,37 +85,6 @@ def _search_link(names: Sequence[str], pattern: str, start: int, page_length: in
         q.append(("format", fmt))
     q += [("start", str(start)), ("pageLength", str(page_length))]
     return quote(root, safe="/") + "/search?" + urlencode(q)
-
-
-def search_page(names: Sequence[str], pattern: str, total: int, start: int, page_length: int,
-                hits: Sequence[Hit], root: str = "") -> str:
-    """The HTML result page; ``start`` is 0-based, as libkiwix 14.1+'s."""
-    if hits:
-        header = (f"Results <b>{start + 1}-{start + len(hits)}</b> of <b>{total}</b> for "
-                  f"<b>\"{esc(pattern)}\"</b>")
-    else:
-        header = f"No results were found for <b>\"{esc(pattern)}\"</b>"
-    items = []
-    for h in hits:
-        items.append(
-            f"<li><a href=\"{esc(content_url(h.book.name, h.path, root))}\">{esc(h.title)}</a>"
-            f"<cite>{safe_snippet(h.snippet)}</cite>"
-            f"<div class=\"book-title\">from {esc(h.book.title)}</div>"
-            f"<div class=\"informations\">{h.word_count} words</div></li>"
-        )
-    pages = []
-    if total > page_length:
-        current = start // page_length
-        last = (total - 1) // page_length
-        for p in range(max(0, current - 4), min(last, current + 4) + 1):
-            link = _search_link(names, pattern, p * page_length, page_length, root=root)
-            label = str(p + 1)
-            pages.append(f"<b>{label}</b>" if p == current else f"<a href=\"{esc(link)}\">{label}</a>")
-    body = (
-        f"<div class=\"header\">{header}</div>\n<div class=\"results\"><ul>{''.join(items)}</ul></div>\n"
-        f"<div class=\"pagination\">{''.join(pages)}</div>"
-    )
-    return _page(f"Search: {pattern}", body, root)
 
 
 def search_rss(names: Sequence[str], pattern: str, total: int, start: int, page_length: int,

@@ -89,7 +89,9 @@ def viewer_page(options: Options, root: str = "") -> str:
         f'<body class="zv-viewer" data-root="{r}" data-block-external="{int(options.block_external)}">\n'
         f'<nav id="zv-bar" aria-label="Reading">{library}{home}{search}{random}</nav>\n'
         + _noscript(options, r)
-        + '<iframe id="zv-frame" name="zv-frame" title="Article"></iframe>\n</body></html>\n'
+        # One main landmark and a heading for the page (axe: landmark-one-main, page-has-heading-one).
+        + '<main class="zv-main"><h1 class="zv-hide">Reader</h1>'
+        '<iframe id="zv-frame" name="zv-frame" title="Article"></iframe></main>\n</body></html>\n'
     )
 
 
