@@ -36,19 +36,15 @@ def safe_snippet(snippet: str) -> str:
     return "".join(p if p in ("<b>", "</b>") else esc(html.unescape(p)) for p in parts)
 
 
-_STYLE = """
-body{font-family:sans-serif;margin:0 auto;max-width:60em;padding:1em}
-.book{display:inline-block;width:18em;vertical-align:top;margin:.5em;padding:.5em;border:1px solid #ccc;border-radius:4px}
-.book img{float:left;margin-right:.5em}.book .desc{font-size:90%;color:#444}
-.results li{margin-bottom:1em}.results cite{display:block;font-style:normal}
-.book-title,.informations{font-size:85%;color:#666}.pagination a{margin:0 .3em}
-#suggestions{border:1px solid #ccc;max-width:30em}#suggestions a{display:block;padding:.2em}
-"""
+# Only error pages are written here now (the library, search and viewer pages have
+# their own modules and styles): one rule is all they need.
+_STYLE = "body{font-family:sans-serif;margin:0 auto;max-width:60em;padding:1em}"
+
 
 def _page(title: str, body: str, root: str = "") -> str:
     # The icon's link: under a root prefix the browser's own /favicon.ico is outside the server.
     return (
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         f"<title>{esc(title)}</title><link rel=\"icon\" href=\"{esc(quote(root, safe='/'))}/favicon.ico\">"
         f"<style>{_STYLE}</style></head>\n<body>\n{body}\n</body></html>\n"
