@@ -49,10 +49,14 @@ LIBRARY_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src
 HTML = "text/html; charset=utf-8"
 
 
-@functools.lru_cache(maxsize=1024)
-def _self_name(code: str) -> str:
-    # ICU's answer for a code never changes; the codes are the books' (bounded by the cache anyway)
+def _self_name_uncached(code: str) -> str:
     return bookquery.language_self_name(code)
+
+
+# ICU's answer for a code never changes; the codes are the books' (bounded by the cache anyway).
+# Wrapped here, not with @lru_cache: stubtest reads this module as its own stub and would
+# compare the wrapper's (*args, **kwargs) with the function (as in libzim/dask/frame.py).
+_self_name = functools.lru_cache(maxsize=1024)(_self_name_uncached)
 
 
 def _codes(language: str) -> list[str]:
