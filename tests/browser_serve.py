@@ -11,7 +11,12 @@ Missing Chromium, its driver or selenium is a failure here, never a skip.
 What it checks: the library page renders the books (hostile metadata shown as
 text, no script run), type-ahead suggestions appear as one types and lead to
 the article, the search form gives a result page whose links open the
-articles, and paging follows the mount point.
+articles, and paging follows the mount point; the search page's own toolbar (shown
+alone, hidden in the viewer's frame). Accessibility: axe-core (PyPI's axe-core-python
+ships axe.min.js, so no network) on the library page, a search page, the viewer and
+/nojs, each at desktop (1280x800) and phone (390x844) sizes; a violation of impact
+serious or critical fails, and every finding is printed and written beside the
+screenshots (axe-PAGE-SIZE.txt).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from axe_core_python.base import AXE_SCRIPT
 from selenium import webdriver
 from selenium.common.exceptions import NoAlertPresentException
 from selenium.webdriver.chrome.service import Service
@@ -125,6 +131,13 @@ def final_shot(request, browser, shots):
     """What the page looked like when each test ended (passed or not)."""
     yield
     shot(browser, shots, f"{request.node.name}-end")
+
+
+def emulate(drv, width: int, height: int, mobile: bool) -> None:
+    """The page's viewport exactly ``width`` x ``height`` CSS pixels (a phone's: ``mobile``, so
+    the page's viewport meta applies as on a phone), whatever the window's frame takes."""
+    drv.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile})
 
 
 def _no_alert(drv) -> None:
@@ -507,3 +520,88 @@ def test_unblocked_article_opened_directly_stays(plain_server, browser):
     browser.get(f"{plain_server}/content/{READER}/index.html")
     WebDriverWait(browser, WAIT).until(EC.presence_of_element_located((By.ID, "external")))
     assert browser.current_url == f"{plain_server}/content/{READER}/index.html"
+
+
+def test_search_page_toolbar(server, browser, shots):
+    # Opened on its own: the toolbar is there, its box searches the same book, the library link leads home.
+    browser.get(f"{server}/search?books.name={A}&pattern=frobnitz&pageLength=5")
+    bar = browser.find_element(By.CSS_SELECTOR, "header.sp-bar")
+    assert bar.is_displayed()
+    assert len(browser.find_elements(By.CSS_SELECTOR, "nav.pagination")) == 2
+    shot(browser, shots, "search-page")
+    box = browser.find_element(By.ID, "sp-q")
+    assert box.get_attribute("value") == "frobnitz"
+    box.clear()
+    box.send_keys("wumpkit", Keys.ENTER)
+    WebDriverWait(browser, WAIT).until(EC.url_contains("pattern=wumpkit"))
+    assert f"books.name={A}" in browser.current_url
+    links = browser.find_elements(By.CSS_SELECTOR, ".results li > a")
+    assert {a.get_attribute("href").removeprefix(f"{server}/content/{A}/") for a in links} == pages_with(PAGES_A, "wumpkit")
+    browser.find_element(By.CSS_SELECTOR, "a.sp-library").click()
+    WebDriverWait(browser, WAIT).until(EC.url_to_be(server + "/"))
+    # In the viewer's frame the viewer's toolbar is the page's: this one is hidden.
+    _open_viewer(browser, server, f"search?books.name={A}&pattern=wumpkit", f"#search?books.name={A}&pattern=wumpkit")
+    browser.switch_to.frame("zv-frame")
+    try:
+        WebDriverWait(browser, WAIT).until(EC.presence_of_element_located((By.CSS_SELECTOR, ".results")))
+        assert not browser.find_element(By.CSS_SELECTOR, "header.sp-bar").is_displayed()
+    finally:
+        browser.switch_to.default_content()
+
+
+# -- accessibility (axe-core) ------------------------------------------------------------
+
+SIZES = {"desktop": (1280, 800, False), "phone": (390, 844, True)}
+A11Y_PAGES = {
+    "library": "/",
+    "search": f"/search?books.name={A}&pattern=frobnitz&pageLength=5&start=5",
+    "viewer": f"/viewer#{READER}/A/first.html",
+    "nojs": "/nojs",
+}
+FAILING_IMPACTS = ("serious", "critical")
+
+
+def axe_findings(drv) -> list[dict]:
+    """axe-core's violations on the page as it is now: the page's own markup only (the viewer's
+    frame holds the archive's article, which is not this server's to fix)."""
+    drv.set_script_timeout(WAIT * 3)
+    drv.execute_script(AXE_SCRIPT)
+    result = drv.execute_async_script(
+        "var done = arguments[arguments.length - 1];"
+        "axe.run(document, {iframes: false, resultTypes: ['violations']})"
+        ".then(function (r) { done(r.violations); }, function (e) { done({error: String(e)}); });")
+    assert isinstance(result, list), result
+    return result
+
+
+def describe(findings: list[dict]) -> str:
+    lines = []
+    for v in findings:
+        lines.append(f"{v['id']} ({v['impact']}): {v['help']} [{len(v['nodes'])} node(s)]")
+        for n in v["nodes"][:5]:
+            lines.append(f"    {' '.join(map(str, n['target']))}: {n['html'][:160]}")
+    return "\n".join(lines) or "no violations"
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("page", A11Y_PAGES)
+def test_accessibility(server, browser, shots, page, size):
+    width, height, mobile = SIZES[size]
+    emulate(browser, width, height, mobile)
+    try:
+        browser.get(server + A11Y_PAGES[page])
+        if page == "viewer":
+            _wait_hash(browser, f"#{READER}/A/first.html")
+            WebDriverWait(browser, WAIT).until(lambda d: d.find_element(By.ID, "zv-book").text == READER_TITLE)
+        WebDriverWait(browser, WAIT).until(lambda d: d.execute_script("return document.readyState") == "complete")
+        assert browser.execute_script("return [innerWidth, innerHeight]") == [width, height]
+        shot(browser, shots, f"axe-{page}-{size}")
+        findings = axe_findings(browser)
+        report = describe(findings)
+        (shots / f"axe-{page}-{size}.txt").write_text(report + "\n")
+        print(f"axe {page} {size}:\n{report}")
+        bad = [v for v in findings if v["impact"] in FAILING_IMPACTS]
+        if bad:
+            pytest.fail(f"axe: {page} at {width}x{height}, impact serious or critical:\n{describe(bad)}")
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})

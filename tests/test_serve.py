@@ -116,16 +116,18 @@ def test_library_page(client):
     assert f'href="/content/{FRA}/"' in text and f'href="/content/{A}/"' in text
     assert "Search fixture A" in text
     assert f"{len(FRA_PAGES) + 1} articles" in text
-    assert 'id="kiwixsearchbox"' in text and "/suggest?content=" in text
+    assert 'id="kiwixsearchbox"' in text  # the type-ahead is the page's script file's (librarypage)
+    script = re.search(r'<script src="(/skin/library\.js\?v=[0-9a-f]+)"', text).group(1)
+    assert "/suggest?content=" in client.get(script).text
     assert re.search(r'<img src="/catalog/v2/illustration/[0-9a-f-]{36}\?size=48"', text)
-    assert ">fra<" in text and ">eng<" in text
+    assert "<bdi>français</bdi> · " in text and "<bdi>English</bdi> · " in text  # each language by its own name
 
 
 def test_library_page_counts_in_the_singular(fra_path, client):
     # Issue 31: a library of one archive said "1 books".
-    assert '<p class="count">2 books</p>' in client.get("/").text
+    assert '<p class="lp-count">2 books</p>' in client.get("/").text
     with TestClient(create_app([fra_path], threads=1)) as one:
-        assert '<p class="count">1 book</p>' in one.get("/").text
+        assert '<p class="lp-count">1 book</p>' in one.get("/").text
 
 
 def test_main_page_and_redirects(client):

@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from . import catalog, content, search, viewer
+from . import catalog, content, librarypage, search, viewer
 from .content import parse_range, parse_ranges
 from .fastpath import FastPath, checked_routes
 from .core import (QUICK, SLOW, Guard, HTTPError, Limits, Options, Prefix, PriorityPool, Server, error_response,
@@ -33,7 +33,7 @@ __all__ = ["Limits", "Options", "PriorityPool", "QUICK", "ROUTE_MODULES", "SLOW"
            "parse_ranges"]
 
 ROUTE_MODULES: list[Callable[[Server], list[Route]]] = [
-    search.routes, catalog.routes, viewer.routes, content.routes,
+    search.routes, catalog.routes, librarypage.routes, viewer.routes, content.routes,
     content.tail_routes,  # last: /BOOK/PATH matches anything
 ]
 

@@ -1,6 +1,6 @@
-"""The OPDS catalog (``/catalog/v2/...`` and the legacy ``/catalog/...``), the book
-illustrations and the library page ``/``; the book filters that ``/search``'s
-``books.filter.*`` share."""
+"""The OPDS catalog (``/catalog/v2/...`` and the legacy ``/catalog/...``) and the book
+illustrations; the book filters that ``/search``'s ``books.filter.*`` and the library
+page (:mod:`libzim.serve.librarypage`) share."""
 
 from __future__ import annotations
 
@@ -184,14 +184,6 @@ async def illustration(server: Server, request: Request) -> Response:
     return bytes_response(request, body, mimetype or "image/png")
 
 
-async def home(server: Server, request: Request) -> Response:
-    """``/``: the library page (or ``--customIndex``'s page)."""
-    if server.options.custom_index is not None:
-        return text_response(request, server.options.custom_index, "text/html; charset=utf-8")
-    books = sorted(server.library.books.values(), key=lambda b: (b.title.lower(), b.name))
-    return text_response(request, pages.library_page(books, root_of(request)), "text/html; charset=utf-8")
-
-
 async def nojs_download(server: Server, request: Request) -> Response:
     """``/nojs/download/BOOK``: the book's download links for browsers without scripts (kiwix's
     no_js_download page): its file here with ``--downloads``, else the library file's URL."""
@@ -213,9 +205,8 @@ async def nojs_download(server: Server, request: Request) -> Response:
 
 
 def routes(server: Server) -> list[Route]:
-    """The library page, the OPDS catalog and illustrations."""
+    """The OPDS catalog, illustrations and the no-script download page."""
     table = [
-        ("/", home),
         ("/catalog/v2/root.xml", catalog_root),
         ("/catalog/v2/entries", catalog_entries),
         ("/catalog/v2/partial_entries", catalog_partial),

@@ -12,7 +12,7 @@ from urllib.parse import quote, urlencode
 
 from .library import Book
 
-__all__ = ["error_page", "library_page", "search_page", "search_rss", "suggest_json", "esc",
+__all__ = ["error_page", "plural", "search_rss", "suggest_json", "esc",
            "content_url", "safe_snippet"]
 
 
@@ -36,60 +36,15 @@ def safe_snippet(snippet: str) -> str:
     return "".join(p if p in ("<b>", "</b>") else esc(html.unescape(p)) for p in parts)
 
 
-_STYLE = """
-body{font-family:sans-serif;margin:0 auto;max-width:60em;padding:1em}
-.book{display:inline-block;width:18em;vertical-align:top;margin:.5em;padding:.5em;border:1px solid #ccc;border-radius:4px}
-.book img{float:left;margin-right:.5em}.book .desc{font-size:90%;color:#444}
-.results li{margin-bottom:1em}.results cite{display:block;font-style:normal}
-.book-title,.informations{font-size:85%;color:#666}.pagination a{margin:0 .3em}
-#suggestions{border:1px solid #ccc;max-width:30em}#suggestions a{display:block;padding:.2em}
-"""
-
-_SUGGEST_JS = """
-(function(){
-  var box=document.getElementById('kiwixsearchbox'), sel=document.getElementById('book'),
-      form=document.getElementById('kiwixsearchform'), out=document.getElementById('suggestions'), timer=null,
-      root=(form||{}).dataset.root||'', viewer=root+'/viewer#';
-  // With JavaScript, books, suggestions and searches open in the viewer (/viewer#BOOK/PATH);
-  // the links' hrefs stay /content/ for browsers without it.
-  document.querySelectorAll('.book a.title').forEach(function(a){
-    var p=root+'/content/', u=new URL(a.href, location.href);
-    if(u.pathname.indexOf(p)===0) a.href=viewer+u.pathname.slice(p.length);
-  });
-  if(!box||!sel||!out) return;
-  form.addEventListener('submit', function(e){
-    e.preventDefault();
-    if(box.value.trim()) location.href=viewer+'search?'+new URLSearchParams({'books.name': sel.value, pattern: box.value});
-  });
-  box.addEventListener('input', function(){
-    clearTimeout(timer);
-    timer=setTimeout(function(){
-      var term=box.value; out.textContent='';
-      if(!term) return;
-      fetch(root+'/suggest?content='+encodeURIComponent(sel.value)+'&term='+encodeURIComponent(term)+'&count=10')
-        .then(function(r){return r.ok?r.json():[];})
-        .then(function(items){
-          out.textContent='';
-          items.forEach(function(it){
-            var a=document.createElement('a');
-            a.className='suggestion';
-            a.textContent=it.value;
-            a.href= it.kind==='path'
-              ? viewer+encodeURIComponent(sel.value)+'/'+it.path.split('/').map(encodeURIComponent).join('/')
-              : viewer+'search?books.name='+encodeURIComponent(sel.value)+'&pattern='+encodeURIComponent(term);
-            out.appendChild(a);
-          });
-        }).catch(function(){});
-    }, 150);
-  });
-})();
-"""
+# Only error pages are written here now (the library, search and viewer pages have
+# their own modules and styles): one rule is all they need.
+_STYLE = "body{font-family:sans-serif;margin:0 auto;max-width:60em;padding:1em}"
 
 
 def _page(title: str, body: str, root: str = "") -> str:
     # The icon's link: under a root prefix the browser's own /favicon.ico is outside the server.
     return (
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         f"<title>{esc(title)}</title><link rel=\"icon\" href=\"{esc(quote(root, safe='/'))}/favicon.ico\">"
         f"<style>{_STYLE}</style></head>\n<body>\n{body}\n</body></html>\n"
@@ -109,39 +64,6 @@ def plural(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
-def library_page(books: Sequence[Book], root: str = "") -> str:
-    """The HTML library page at ``/``: a card per book (illustration, title,
-    description, language, article count) and the search box with
-    type-ahead suggestions; every URL under the mount point ``root``."""
-    cards = []
-    for b in books:
-        img = ""
-        if b.illustration_sizes:  # 48x48 (kiwix's size) when there, else the smallest
-            size = 48 if 48 in b.illustration_sizes else b.illustration_sizes[0]
-            img = (f"<img src=\"{esc(quote(root, safe='/'))}/catalog/v2/illustration/{esc(b.uuid)}?size={size}\" "
-                   "width=\"48\" height=\"48\" alt=\"\">")
-        link = content_url(b.name, root=root)
-        cards.append(
-            f"<div class=\"book\" data-name=\"{esc(b.name)}\">{img}"
-            f"<a class=\"title\" href=\"{esc(link)}\">{esc(b.title)}</a>"
-            f"<div class=\"desc\">{esc(b.description)}</div>"
-            f"<div class=\"meta\"><span class=\"language\">{esc(b.language)}</span> · "
-            f"<span class=\"articles\">{plural(b.article_count, 'article')}</span></div></div>"
-        )
-    options = "".join(f"<option value=\"{esc(b.name)}\">{esc(b.title)}</option>" for b in books)
-    form = (
-        f"<form class=\"kiwixsearch\" method=\"GET\" action=\"{esc(quote(root, safe='/'))}/search\" "
-        f"id=\"kiwixsearchform\" data-root=\"{esc(quote(root, safe='/'))}\">"
-        f"<select id=\"book\" name=\"books.name\">{options}</select> "
-        "<input autocomplete=\"off\" id=\"kiwixsearchbox\" name=\"pattern\" type=\"text\" "
-        "aria-label=\"Search\" placeholder=\"Search\"> <button type=\"submit\">Search</button>"
-        "<div id=\"suggestions\"></div></form>"
-    )
-    body = (f"<h1>Library</h1>\n{form}\n<p class=\"count\">{plural(len(books), 'book')}</p>\n"
-            f"<div class=\"books\">{''.join(cards)}</div>\n<script>{_SUGGEST_JS}</script>")
-    return _page("Welcome to Kiwix Server", body, root)
-
-
 class Hit:
     """One search result, as the pages show it."""
 
@@ -159,37 +81,6 @@ def _search_link(names: Sequence[str], pattern: str, start: int, page_length: in
         q.append(("format", fmt))
     q += [("start", str(start)), ("pageLength", str(page_length))]
     return quote(root, safe="/") + "/search?" + urlencode(q)
-
-
-def search_page(names: Sequence[str], pattern: str, total: int, start: int, page_length: int,
-                hits: Sequence[Hit], root: str = "") -> str:
-    """The HTML result page; ``start`` is 0-based, as libkiwix 14.1+'s."""
-    if hits:
-        header = (f"Results <b>{start + 1}-{start + len(hits)}</b> of <b>{total}</b> for "
-                  f"<b>\"{esc(pattern)}\"</b>")
-    else:
-        header = f"No results were found for <b>\"{esc(pattern)}\"</b>"
-    items = []
-    for h in hits:
-        items.append(
-            f"<li><a href=\"{esc(content_url(h.book.name, h.path, root))}\">{esc(h.title)}</a>"
-            f"<cite>{safe_snippet(h.snippet)}</cite>"
-            f"<div class=\"book-title\">from {esc(h.book.title)}</div>"
-            f"<div class=\"informations\">{h.word_count} words</div></li>"
-        )
-    pages = []
-    if total > page_length:
-        current = start // page_length
-        last = (total - 1) // page_length
-        for p in range(max(0, current - 4), min(last, current + 4) + 1):
-            link = _search_link(names, pattern, p * page_length, page_length, root=root)
-            label = str(p + 1)
-            pages.append(f"<b>{label}</b>" if p == current else f"<a href=\"{esc(link)}\">{label}</a>")
-    body = (
-        f"<div class=\"header\">{header}</div>\n<div class=\"results\"><ul>{''.join(items)}</ul></div>\n"
-        f"<div class=\"pagination\">{''.join(pages)}</div>"
-    )
-    return _page(f"Search: {pattern}", body, root)
 
 
 def search_rss(names: Sequence[str], pattern: str, total: int, start: int, page_length: int,

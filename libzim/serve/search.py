@@ -11,7 +11,7 @@ from starlette.routing import Route
 
 from libzim import ZimError
 
-from . import opds, pages
+from . import opds, pages, searchpage
 from .catalog import filter_books
 from .core import GET, SLOW, HTTPError, Server, bytes_response, endpoint, root_of, text_response
 from .library import Book
@@ -106,8 +106,7 @@ async def search(server: Server, request: Request) -> Response:
     if q.get("format") == "xml":
         body = pages.search_rss(names, pattern, total, start, length, hits, root_of(request))
         return text_response(request, body, "application/rss+xml; charset=utf-8")
-    return text_response(request, pages.search_page(names, pattern, total, start, length, hits, root_of(request)),
-                         "text/html; charset=utf-8")
+    return searchpage.search_response(request, server.options, books, pattern, total, start, length, hits)
 
 
 def _suggest_body(books: list[Book], term: str, start: int, count: int, mode: Literal["index", "titles", "auto"] = "index") -> bytes:

@@ -1,5 +1,6 @@
-"""Reading: the viewer (``/viewer#BOOK/PATH``), the library without JavaScript
-(``/nojs``) and the page an external link is caught on (``/catch/external``).
+"""Reading: the viewer (``/viewer#BOOK/PATH``) and the page an external link is caught
+on (``/catch/external``); the library without JavaScript (``/nojs``) is
+:mod:`libzim.serve.librarypage`'s.
 
 The viewer is one static page per configuration: a toolbar (search with
 type-ahead, the book's main page, the library, a random article) over a frame
@@ -13,7 +14,6 @@ this server only; the plain pages run no script at all.
 from __future__ import annotations
 
 import hashlib
-from typing import Sequence
 from urllib.parse import quote, urlsplit
 
 from starlette.requests import Request
@@ -22,10 +22,9 @@ from starlette.routing import Route
 
 from . import pages
 from .core import GET, NO_CACHE, HTTPError, Options, Server, bytes_response, endpoint, root_of
-from .library import Book
 from .viewer_assets import ASSET_VERSION, VIEWER_CSS, VIEWER_JS
 
-__all__ = ["routes", "viewer_page", "nojs_page", "catch_page", "viewer_url", "linkable",
+__all__ = ["routes", "viewer_page", "catch_page", "viewer_url", "linkable",
            "VIEWER_CSP", "PAGE_CSP"]
 
 # The viewer: its own script and stylesheet, fetches (/suggest, book titles) and
@@ -90,7 +89,9 @@ def viewer_page(options: Options, root: str = "") -> str:
         f'<body class="zv-viewer" data-root="{r}" data-block-external="{int(options.block_external)}">\n'
         f'<nav id="zv-bar" aria-label="Reading">{library}{home}{search}{random}</nav>\n'
         + _noscript(options, r)
-        + '<iframe id="zv-frame" name="zv-frame" title="Article"></iframe>\n</body></html>\n'
+        # One main landmark and a heading for the page (axe: landmark-one-main, page-has-heading-one).
+        + '<main class="zv-main"><h1 class="zv-hide">Reader</h1>'
+        '<iframe id="zv-frame" name="zv-frame" title="Article"></iframe></main>\n</body></html>\n'
     )
 
 
@@ -103,47 +104,6 @@ def _noscript(options: Options, r: str) -> str:
     return ('<noscript><p class="zv-noscript">This reader needs JavaScript. Without it, '
             f'<a href="{r}/nojs">the library for browsers without JavaScript</a> opens the articles as they are.'
             '</p></noscript>\n')
-
-
-def nojs_page(books: Sequence[Book], shown: Sequence[Book], query: str, lang: str, root: str = "") -> str:
-    """``/nojs``: the library as plain HTML (no script): a filter form (words,
-    language), the books it keeps with links to their main pages at ``/content/``,
-    and a full-text search form over the indexed books."""
-    r = pages.esc(quote(root, safe="/"))
-    langs = sorted({b.language for b in books if b.language})
-    lang_opts = '<option value="">All languages</option>' + "".join(
-        f'<option value="{pages.esc(x)}"{" selected" if x == lang else ""}>{pages.esc(x)}</option>' for x in langs)
-    filters = (f'<form method="get" action="{r}/nojs" role="search" aria-label="Find a book">'
-               f'<input type="search" name="q" value="{pages.esc(query)}" aria-label="Words in a book\'s title or '
-               f'description" placeholder="Find a book">'
-               f'<select name="lang" aria-label="Language">{lang_opts}</select>'
-               '<button type="submit">Find</button></form>')
-    items = []
-    for b in shown:
-        img = ""
-        if b.illustration_sizes:
-            size = 48 if 48 in b.illustration_sizes else b.illustration_sizes[0]
-            img = (f'<img src="{r}/catalog/v2/illustration/{pages.esc(quote(b.uuid, safe=""))}?size={size}" '
-                   'width="48" height="48" alt="">')
-        items.append(
-            f'<li data-name="{pages.esc(b.name)}">{img}'
-            f'<a class="zv-title" href="{pages.esc(pages.content_url(b.name, root=root))}">{pages.esc(b.title)}</a>'
-            f'<div class="zv-desc">{pages.esc(b.description)}</div>'
-            f'<div class="zv-meta">{pages.esc(b.language)} · {b.article_count:,} articles</div></li>')
-    indexed = [b for b in books if b.has_fulltext_index is not False]
-    search = ""
-    if indexed:
-        opts = "".join(f'<option value="{pages.esc(b.name)}">{pages.esc(b.title)}</option>' for b in indexed)
-        search = (f'<h2>Search in a book</h2><form method="get" action="{r}/search" role="search" '
-                  f'aria-label="Search the articles"><select name="books.name" aria-label="Book">{opts}</select>'
-                  '<input type="search" name="pattern" aria-label="Words to search" placeholder="Search the articles">'
-                  '<button type="submit">Search</button></form>')
-    count = f"{len(shown)} of {len(books)} books" if len(shown) != len(books) else f"{len(books)} books"
-    return (_head("Library", root) + '</head>\n<body><main class="zv-page">'
-            f'<h1>Library</h1>{filters}<p class="zv-count">{count}</p>'
-            f'<ul class="zv-books">{"".join(items)}</ul>{search}'
-            f'<p><a href="{r}/">The library with JavaScript</a> opens articles in a reader with search.</p>'
-            '</main></body></html>\n')
 
 
 def linkable(url: str) -> bool:
@@ -266,19 +226,6 @@ async def favicon(server: Server, request: Request) -> Response:
     return _send(request, body, mimetype or "image/png", None, "max-age=86400, public", etag=etag)
 
 
-async def nojs(server: Server, request: Request) -> Response:
-    """``/nojs?q=WORDS&lang=LANG``: the library as plain HTML, filtered as the catalog is."""
-    q = request.query_params
-    query, lang = q.get("q", ""), q.get("lang", "")
-    if len(query) > server.limits.max_query_chars or len(lang) > 100:
-        return _error(request, 400, "Invalid request", "The filter is too long.")
-    every = sorted(server.library.books.values(), key=lambda b: (b.title.lower(), b.name))
-    shown = [b for b in every if (not lang or b.language in lang.split(","))
-             and (not query.strip() or b.matches(query))]
-    return _send(request, nojs_page(every, shown, query, lang, root_of(request)), "text/html; charset=utf-8",
-                 PAGE_CSP, NO_CACHE)
-
-
 async def catch_external(server: Server, request: Request) -> Response:
     """``/catch/external?source=URL``: where ``-b`` sends a link out of the library."""
     source = request.query_params.get("source", "")
@@ -292,11 +239,10 @@ async def catch_external(server: Server, request: Request) -> Response:
 
 
 def routes(server: Server) -> list[Route]:
-    """The reading routes: ``/viewer``, its ``/skin/`` files, ``/nojs``, ``/catch/external``."""
+    """The reading routes: ``/viewer``, its ``/skin/`` files, ``/catch/external``."""
     return [
         Route("/viewer", endpoint(server, viewer), methods=GET),
         Route("/skin/{name}", endpoint(server, asset), methods=GET),
-        Route("/nojs", endpoint(server, nojs), methods=GET),
         Route("/catch/external", endpoint(server, catch_external), methods=GET),
         Route("/favicon.ico", endpoint(server, favicon), methods=GET),
     ]

@@ -367,6 +367,7 @@ body.zv-viewer{display:flex;flex-direction:column;overflow:hidden}
 #zv-suggestions a{display:block;padding:.5em .75em;color:#202122;text-decoration:none;overflow:hidden;text-overflow:ellipsis}
 #zv-suggestions li[aria-selected=true] a,#zv-suggestions a:hover{background:#eaf3ff}
 #zv-suggestions a.zv-fulltext{border-top:1px solid #eaecf0;color:#3366cc}
+.zv-main{flex:1;display:flex;flex-direction:column;min-height:0}
 #zv-frame{flex:1;display:block;width:100%;min-height:0;border:0}
 .zv-noscript{margin:0;padding:.6em;background:#fef6e7}
 @media (max-width:640px){
