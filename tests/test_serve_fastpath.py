@@ -130,6 +130,8 @@ REQUESTS: list[tuple[str, str, dict[str, str]]] = [
     ("GET", "/skin/viewer.css", {"Accept-Encoding": "gzip"}),
     ("GET", "/skin/nope.js", {}),
     ("GET", "/skin/", {}),
+    ("GET", "/skin/library.css", {}),  # the library page's, routed before the viewer's /skin/{name}
+    ("GET", "/skin/library.js", {"Accept-Encoding": "gzip"}),
     ("GET", "/search?content=a&pattern=topic", {}),
     ("GET", "/", {}),
 ]
@@ -162,7 +164,8 @@ def test_fast_path_answers_as_starlette(zim_a_path, big_path, options):
     status, headers (names, values, order) and body; the kept answers' gzip goes only to
     a client that asks for it, never with a range or to HEAD as a body."""
     fast = create_app([zim_a_path, big_path], threads=2, **options)
-    assert set(checked_routes(fast.router.routes)) == {"content", "book_root", "raw", "meta", "suggest", "skin"}
+    assert set(checked_routes(fast.router.routes)) == {"content", "book_root", "raw", "meta", "suggest", "skin/viewer.js",
+                                                       "skin/viewer.css"}
     slow = _without_fast_path(create_app([zim_a_path, big_path], threads=2, answer_cache=0, **options))
     _same_state(fast, slow)
     root = options.get("root", "")

@@ -39,8 +39,10 @@ SHAPES: dict[str, tuple[str, Handler]] = {
     "raw": ("/raw/b/content/p/q.html", content.raw_content),
     "meta": ("/raw/b/meta/Title", content.raw_meta),
     "suggest": ("/suggest", search.suggest),
-    "skin": ("/skin/viewer.js", viewer.asset),
 }
+# The viewer's files, probed one by one: ``/skin/NAME`` is one route pattern, but a route
+# module before the viewer's may claim some names (the library page's ``library.css``, ``.js``).
+SHAPES.update({"skin/" + name: ("/skin/" + name, viewer.asset) for name in viewer.ASSET_NAMES})
 
 
 def checked_routes(routes: Iterable[BaseRoute]) -> dict[str, Handler]:
@@ -100,9 +102,8 @@ class FastPath:
             h = s.get("suggest")
             return (h, {}) if h else None
         if path.startswith("/skin/"):
-            name = path[6:]
-            h = s.get("skin")
-            return (h, {"name": name}) if h and name and "/" not in name else None
+            h = s.get(path[1:])  # only the names probed (the viewer's own files)
+            return (h, {"name": path[6:]}) if h else None
         return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
