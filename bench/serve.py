@@ -192,8 +192,10 @@ def urls(server: str, kind: str, books: list[Book]) -> list[str]:
 class Servers:
     """Both servers, restarted when one dies, with a PSS sampler over them."""
 
-    def __init__(self, archives: list[Path], threads: int, log: Path, zim_args: list[str] | None = None) -> None:
+    def __init__(self, archives: list[Path], threads: int, log: Path, zim_args: list[str] | None = None,
+                 access_log: bool = False) -> None:
         self.archives = archives
+        self.access_log = access_log  # zim serve's default; off unless asked (kiwix-serve logs nothing)
         self.threads = threads
         self.zim_args = zim_args or []
         self.log = log
@@ -210,7 +212,8 @@ class Servers:
                    *map(str, self.archives)]
         else:
             cmd = [sys.executable, "-m", "libzim", "serve", "--address", "127.0.0.1", "--port", str(port),
-                   "--threads", str(self.threads), "--no-access-log", *self.zim_args, *map(str, self.archives)]
+                   "--threads", str(self.threads), *([] if self.access_log else ["--no-access-log"]), *self.zim_args,
+                   *map(str, self.archives)]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
         with self.log.open("ab") as log:
             proc = subprocess.Popen(cmd, stdout=log, stderr=log, env=env)
@@ -355,16 +358,18 @@ class Bench:
 
     def matrix(self) -> None:
         a = self.args
-        kinds = ["content", *(f"search-{n}" for n in a.page_lengths), "suggest"]
+        kinds = [k for k in ("content", *(f"search-{n}" for n in a.page_lengths), "suggest")
+                 if a.kinds is None or k.split("-")[0] in a.kinds]
         for trial in range(a.trials):
             order = SERVERS if trial % 2 == 0 else SERVERS[::-1]
             for kind in kinds:
                 for clients in a.clients:
                     for s in order:
                         self._one(s, kind, clients, a.duration, trial, a.warmup)
-            for s in order:
-                self._one(s, "suggest+search", a.mixed_suggest, a.duration, trial, a.warmup)
-        if a.soak > 0:
+            if a.kinds is None or "suggest+search" in a.kinds:
+                for s in order:
+                    self._one(s, "suggest+search", a.mixed_suggest, a.duration, trial, a.warmup)
+        if a.soak > 0 and (a.kinds is None or "soak" in a.kinds):
             for s in SERVERS:
                 self._one(s, "soak", SOAK_CLIENTS, a.soak, 0, 0)
 
@@ -560,6 +565,12 @@ def main() -> int:
     p.add_argument("--threads", type=int, default=2, help="worker threads of both servers (default 2)")
     p.add_argument("--zim-arg", action="append", default=[], metavar="ARG",
                    help="one more argument for zim serve, e.g. --zim-arg=--suggest-mode=auto (repeatable)")
+    p.add_argument("--kinds", type=lambda s: set(s.split(",")), default=None,
+                   help="only these workloads, comma-separated, of content, search, suggest, suggest+search, soak "
+                        "(default: all), e.g. --kinds content,suggest for the per-request rows of issue 42")
+    p.add_argument("--access-log", action="store_true",
+                   help="zim serve with its access log on, as by default (else --no-access-log: kiwix-serve logs "
+                        "no requests); the log goes to a file")
     p.add_argument("--quick", action="store_true",
                    help="1 trial of 2 s runs, 1 and 8 clients, pageLength 10, a 5 s soak: checks the harness")
     p.add_argument("--out", default=str(HERE / "results" / "serve"), help="output path without suffix")
@@ -593,7 +604,7 @@ def main() -> int:
             link.symlink_to(src.resolve())
             links.append(link)
             books.append(read_book(name, link, src))
-        with Servers(links, args.threads, work / "servers.log", args.zim_arg) as servers:
+        with Servers(links, args.threads, work / "servers.log", args.zim_arg, args.access_log) as servers:
             bench = Bench(servers, books, work, args)
             bench.matrix()
             peak = dict(servers.peak)
@@ -604,7 +615,9 @@ def main() -> int:
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    command = "python bench/serve.py" + (" --quick" if args.quick else "") + "".join(
+    command = "python bench/serve.py" + (" --quick" if args.quick else "") + (
+        f" --kinds {','.join(sorted(args.kinds))}" if args.kinds else "") + (
+        " --access-log" if args.access_log else "") + "".join(
         f" --archive {s.name}" for s in sources if args.archive) + "".join(f" --zim-arg={a}" for a in args.zim_arg)
     meta = {"command": command, "archives": [s.name for s in sources], "kiwix": kiwix_version,
             "threads": args.threads, "clients": args.clients, "page_lengths": args.page_lengths,

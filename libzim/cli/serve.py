@@ -50,6 +50,8 @@ def _check(args: argparse.Namespace) -> None:
         raise CLIError("--port must be between 0 and 65535", 2)
     if args.cluster_cache is not None and args.cluster_cache < 0:
         raise CLIError("--cluster-cache must be >= 0", 2)
+    if args.answer_cache < 0:
+        raise CLIError("--answer-cache must be >= 0", 2)
     for name in ("archive_cache", "searcher_cache", "suggestion_cache"):
         value = getattr(args, name, None)
         if value is not None and value < 1:
@@ -175,7 +177,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                       catalog_only=args.catalogOnly, content_server_url=(args.contentServerURL or "").rstrip("/"),
                       custom_index=index, suggest_mode=args.suggest_mode)
     app = create_app(library, threads=threads, options=options, root=args.urlRootLocation,
-                     monitor_library=args.monitorLibrary, reload_on_sighup=True)
+                     monitor_library=args.monitorLibrary, reload_on_sighup=True, answer_cache=args.answer_cache << 20)
     address = DEFAULT_ADDRESS if args.address is None else args.address
     host = ADDRESS_WORDS.get(address, address)
     port = DEFAULT_PORT if args.port is None else args.port
@@ -302,5 +304,9 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     o.add_argument("--book-cache", default=None, metavar="FILE",
                    help="where what each archive's catalog entry needs is kept between starts, by path, size "
                         "and time (default $XDG_CACHE_HOME/libzim-c/bookinfo.json; 'none': not kept)")
+    o.add_argument("--answer-cache", type=int, default=16, metavar="MIB",
+                   help="recent content answers kept to answer again without a worker (up to 256 KiB each with "
+                        "their gzip; of a larger one its gzip alone), in MiB, and an eighth of it for suggestion "
+                        "answers (default 16; 0: none)")
     o.add_argument("--no-access-log", action="store_true", help="do not log each request")
     p.set_defaults(func=cmd_serve)

@@ -23,6 +23,7 @@ from starlette.routing import Route
 
 from . import catalog, content, librarypage, search, viewer
 from .content import parse_range, parse_ranges
+from .fastpath import FastPath, checked_routes
 from .core import (QUICK, SLOW, Guard, HTTPError, Limits, Options, Prefix, PriorityPool, Server, error_response,
                    root_of, url_root)
 from .library import Library
@@ -41,7 +42,7 @@ def create_app(paths: Iterable[str | os.PathLike[str]] | Library, *, threads: in
                limits: Limits | None = None, search_cache: int = 64, downloads: bool = False,
                search_bar: bool = True, library_button: bool = True, block_external: bool = False,
                options: Options | None = None, root: str = "", monitor_library: bool = False,
-               reload_on_sighup: bool = False) -> Starlette:
+               reload_on_sighup: bool = False, answer_cache: int = 16 << 20) -> Starlette:
     """The ASGI app serving ``paths`` (ZIM files or folders of them) or a Library.
 
     Mount it in another Starlette / FastAPI app with ``app.mount("/zim", create_app([...]))``;
@@ -58,12 +59,16 @@ def create_app(paths: Iterable[str | os.PathLike[str]] | Library, *, threads: in
     (``app.state.server.reloader``): ``monitor_library`` reloads it when a library file
     changes, ``reload_on_sighup`` on SIGHUP (for a command line: it takes the signal
     from whoever else handles it). A request keeps the library it started with.
+
+    ``answer_cache``: bytes of recent content answers kept on the event loop (and an eighth
+    of it for suggestions), answered without a worker: a repeated page view, style sheet or
+    script is served in a fraction of the CPU (bench/results/request-path.md); 0: none.
     """
     lib = paths if isinstance(paths, Library) else Library(paths, search_cache=search_cache)
     lim = limits or Limits()
     opts = options or Options(search_bar=search_bar, library_button=library_button,
                               block_external=block_external, downloads=downloads)
-    server = Server(lib, threads or min(32, (os.cpu_count() or 1) * 2), lim, opts)
+    server = Server(lib, threads or min(32, (os.cpu_count() or 1) * 2), lim, opts, answer_cache)
     reloader = Reloader(server, monitor_library) if isinstance(lib.source, Source) else None
     server.reloader = reloader
 
@@ -97,6 +102,9 @@ def create_app(paths: Iterable[str | os.PathLike[str]] | Library, *, threads: in
     app.state.server = server
     mount = url_root(root)
     app.state.root = mount
+    # Content, suggestions and the viewer's assets skip the router (fastpath.py);
+    # innermost of ours: Guard and Prefix apply to them as to every URL.
+    app.add_middleware(FastPath, server=server, shapes=checked_routes(routes), on_error=on_http_error)
     if mount:
         app.add_middleware(Prefix, root=mount)
     app.add_middleware(Guard, limits=lim)  # outermost: before anything else reads the request

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid as uuidlib
-from typing import AsyncIterator
+from typing import AsyncIterator, cast
 from urllib.parse import quote
 
 from starlette.requests import Request
@@ -25,6 +25,9 @@ __all__ = ["parse_range", "parse_ranges", "routes", "send_bytes"]
 
 STREAM_ABOVE = 1 << 20  # content larger than this is sent in chunks from the binding's memoryview
 STREAM_CHUNK = 256 << 10
+# What a kept answer costs beside its bytes (key, tuples, MIME type and ETag strings, the
+# dict's slot), counted against --answer-cache: ~450 bytes and the path's (sys.getsizeof).
+ANSWER_OVERHEAD = 512
 MAX_RANGES = 16  # more ranges in one request: the whole content (200), as RFC 9110 allows
 CONTENT_CACHE = "max-age=3600, must-revalidate"  # what the newest kiwix-serve sends for archive content
 # The newest kiwix-serve's policy for /content: the article cannot navigate the
@@ -48,6 +51,7 @@ def etag_of(*parts: str) -> str:
 
 
 Found = tuple[bytes | memoryview, str, str, bytes | None]
+Kept = tuple[bytes | None, str, str, bytes | None]  # a kept answer: content None when only its gzip is kept
 
 
 def _lookup(book: Book, path: str, gzip_ok: bool = False) -> str | Found:
@@ -70,6 +74,43 @@ def _lookup(book: Book, path: str, gzip_ok: bool = False) -> str | Found:
     mimetype = item.mimetype
     packed = gzip_bytes(content) if gzip_ok and len(content) > GZIP_ABOVE and compressible(mimetype) else None
     return content, mimetype, etag_of(book.archive_uuid or book.uuid, path), packed
+
+
+def _recent(server: Server, book: Book, path: str, gzip_ok: bool) -> str | Found | None:
+    """The answer kept for ``path`` of this very Book (server.answers), if it serves this
+    request: not when gzip is asked and worth it but was not made yet, nor when only the
+    gzip was kept (content too large to keep as it is) and the request does not take it."""
+    kept = server.answers.get((book.name, path))
+    if kept is None:
+        return None
+    owner, found = cast("tuple[Book, str | Kept]", kept)
+    if owner is not book:  # another library's Book of that name (a reload): not its answer
+        return None
+    if isinstance(found, str):
+        return found
+    body, mimetype, etag, packed = found
+    if body is None:  # only the gzip kept: a request without gzip (or with a range) needs the content
+        return (b"", mimetype, etag, packed) if gzip_ok and packed is not None else None
+    if gzip_ok and packed is None and len(body) > GZIP_ABOVE and compressible(mimetype):
+        return None
+    return body, mimetype, etag, packed
+
+
+def _keep(server: Server, book: Book, path: str, found: str | Found) -> None:
+    """Keep a worker's answer for the next request of ``path``: whole when it fits the bound per
+    answer; else its gzip alone when that fits (a large page gzipped once, not per request);
+    else nothing (what was kept stays)."""
+    cache, key = server.answers, (book.name, path)
+    over = ANSWER_OVERHEAD + 2 * len(path)
+    if isinstance(found, str):
+        cache.put(key, (book, found), over + 2 * len(found))
+        return
+    body, mimetype, etag, packed = found
+    gz = len(packed) if packed is not None else 0
+    if isinstance(body, bytes) and over + len(body) + gz <= cache.max_item:
+        cache.put(key, (book, found), over + len(body) + gz)
+    elif packed is not None and over + gz <= cache.max_item:
+        cache.put(key, (book, (None, mimetype, etag, packed)), over + gz)
 
 
 async def content(server: Server, request: Request) -> Response:
@@ -100,10 +141,15 @@ async def _content(server: Server, request: Request, name: str, path: str, raw: 
         return redirect(join(prefix, book.main_path))
     # Ranges are of the content as stored: a range request is never compressed.
     gzip_ok = accepts_gzip(request) and "range" not in request.headers
-    found = await server.run(_lookup, book, path, gzip_ok)
+    found = _recent(server, book, path, gzip_ok)
+    if found is None:
+        found = await server.run(_lookup, book, path, gzip_ok)
+        _keep(server, book, path, found)
     if isinstance(found, str):
         return redirect(join(prefix, found))
     body, mimetype, etag, packed = found
+    if not gzip_ok:  # a kept answer may hold the gzip another client asked for
+        packed = None
     blocking = server.options.block_external
     if blocking and opened_in_tab(request) and mimetype.split(";")[0].strip().lower() in LINKING_TYPES:
         return _to_viewer(request, name, path)

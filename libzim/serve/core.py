@@ -26,7 +26,7 @@ import uuid as uuidlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from typing import Awaitable, Callable, Literal, TypeVar
+from typing import Awaitable, Callable, Hashable, Literal, TypeVar
 from urllib.parse import quote
 
 from starlette.requests import Request
@@ -39,7 +39,7 @@ from . import pages
 from .library import Book, Library
 from .shelf import BookUnavailable
 
-__all__ = ["GET", "HTTPError", "Limits", "Options", "PriorityPool", "QUICK", "SLOW", "SUGGEST_MODES", "Server",
+__all__ = ["AnswerCache", "GET", "HTTPError", "Limits", "Options", "PriorityPool", "QUICK", "SLOW", "SUGGEST_MODES", "Server",
            "endpoint", "error_response"]
 
 T = TypeVar("T")
@@ -244,6 +244,55 @@ class Prefix:
         await r(scope, receive, send)
 
 
+class AnswerCache:
+    """A bounded cache of recent answers (least recently used out first), kept on the event
+    loop: read and filled by handlers between their awaits, never from a worker, so it needs
+    no lock. ``max_bytes`` bounds the sizes its users give (0: it keeps nothing);
+    ``max_item``: a larger answer is not kept.
+
+    Why: a content request whose cluster is cached costs libzim microseconds, but handing it
+    to a worker thread (submit, wake-up, future, the loop's wake-up) cost a third of the
+    request's CPU (bench/results/request-path.md); an article's gzip, made on every request,
+    was two thirds of it when the browser asked for gzip."""
+
+    def __init__(self, max_bytes: int, max_item: int = 256 << 10) -> None:
+        self.max_bytes = max(0, max_bytes)
+        self.max_item = max_item
+        self.size = 0
+        self.hits = 0
+        self.misses = 0
+        self._items: dict[Hashable, tuple[object, int]] = {}
+
+    def get(self, key: Hashable) -> object | None:
+        """The value kept under ``key`` (now the most recently used), or None."""
+        found = self._items.pop(key, None)
+        if found is None:
+            self.misses += 1
+            return None
+        self._items[key] = found
+        self.hits += 1
+        return found[0]
+
+    def put(self, key: Hashable, value: object, size: int) -> None:
+        """Keep ``value`` (``size`` bytes) under ``key``, dropping the least recently used
+        answers beyond ``max_bytes``; nothing when it is over ``max_item``."""
+        old = self._items.pop(key, None)
+        if old is not None:
+            self.size -= old[1]
+        if size > self.max_item or size > self.max_bytes:
+            return
+        self._items[key] = (value, size)
+        self.size += size
+        while self.size > self.max_bytes:
+            oldest = next(iter(self._items))
+            self.size -= self._items.pop(oldest)[1]
+
+    def clear(self) -> None:
+        """Forget every answer."""
+        self._items.clear()
+        self.size = 0
+
+
 QUICK, SLOW = 0, 1  # job priorities: suggestions, content, metadata before search pages
 
 
@@ -313,14 +362,22 @@ class PriorityPool:
 class Server:
     """What every handler shares: the library, the options, the limits and the pool.
 
+    ``answers`` and ``suggestions`` keep recent content and suggestion answers
+    (:class:`AnswerCache`, ``answer_cache`` bytes and an eighth of it): each answer is kept
+    with the Book it came from, and used only for that very Book, so a reload (new Books)
+    makes them misses.
+
     ``library`` may be replaced while requests run (a reload): a handler reads it
     once and keeps the Book it got. Every job :meth:`run` hands a worker runs in a
     lease scope (:func:`libzim._cache.lease_scope`), so a request finishes on the
     archive it started on even if the shelf evicts it meanwhile.
     """
 
-    def __init__(self, library: Library, threads: int, limits: Limits, options: Options | None = None) -> None:
+    def __init__(self, library: Library, threads: int, limits: Limits, options: Options | None = None,
+                 answer_cache: int = 16 << 20) -> None:
         self.library = library
+        self.answers = AnswerCache(answer_cache)  # content's recent answers (content.py)
+        self.suggestions = AnswerCache(answer_cache // 8, 64 << 10)  # /suggest's (search.py)
         self.options = options or Options()
         self.limits = limits
         self.pool = PriorityPool(max(1, threads), "zim-serve")

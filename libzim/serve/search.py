@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
-from typing import Literal
+from typing import Literal, cast
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -148,7 +148,20 @@ async def suggest(server: Server, request: Request) -> Response:
     count = server.int_param(request, "count", 10, 0, server.limits.max_suggest_count) or 10  # 0: kiwix's 10
     start = server.int_param(request, "start", 0, 0, 1_000_000)
     if term:
-        body = await server.run(_suggest_body, books, term, start, count, server.options.suggest_mode)
+        # A keystroke's prefix ("p", "py", "pyt") is asked again and again: its answer is
+        # kept (server.suggestions), for these very Books (a reload makes new ones).
+        mode = server.options.suggest_mode
+        key = (tuple(b.name for b in books), term, start, count, mode)
+        kept = cast("tuple[tuple[Book, ...], bytes] | None", server.suggestions.get(key))
+        if kept is not None and len(kept[0]) == len(books) and all(a is b for a, b in zip(kept[0], books)):
+            body = kept[1]
+        else:
+            # A book never opened learns whether it has an index on this first query: that
+            # answer is not kept (the next one is, from the complete record).
+            complete = all(b.complete for b in books)
+            body = await server.run(_suggest_body, books, term, start, count, mode)
+            if complete:
+                server.suggestions.put(key, (tuple(books), body), 512 + len(body) + 2 * len(term))
     else:  # nothing to look up: no trip to a worker
         fulltext = any(b.has_fulltext_index is not False for b in books)
         body = pages.suggest_json([], term, fulltext).encode("utf-8")

@@ -159,6 +159,7 @@ _ASSETS = {
     "viewer.js": (VIEWER_JS.encode(), "application/javascript; charset=utf-8"),
     "viewer.css": (VIEWER_CSS.encode(), "text/css; charset=utf-8"),
 }
+ASSET_NAMES = tuple(_ASSETS)  # what /skin/{name} answers (the fast path takes only these)
 
 
 def _error(request: Request, status: int, title: str, message: str) -> Response:
