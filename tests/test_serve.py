@@ -307,6 +307,29 @@ def test_priority_pool_quick_lane_runs_quick_jobs_while_workers_are_busy():
         pool.shutdown()
 
 
+def test_priority_pool_quick_lane_only_when_workers_are_taken():
+    # With a main worker free, a quick job runs there and no lane runner is made (a second
+    # runner per job was a third of a quick job's hand-off); each job is awaited before the
+    # next, so the worker is free every time.
+    pool = PriorityPool(1, "test-pool", quick_lanes=1)
+    names = []
+    lane_runs = []
+    real = pool.lanes.submit
+
+    def counted(fn, *args):
+        lane_runs.append(args)
+        return real(fn, *args)
+
+    pool.lanes.submit = counted  # type: ignore[method-assign]
+    try:
+        for _ in range(20):
+            assert pool.submit(QUICK, lambda: names.append(threading.current_thread().name) or 1).result(60) == 1
+        assert len(names) == 20 and not any(n.startswith("test-pool-quick") for n in names)
+        assert lane_runs == []
+    finally:
+        pool.shutdown()
+
+
 def test_priority_pool_shutdown_cancels_waiting_jobs():
     pool = PriorityPool(1, "test-pool", quick_lanes=0)
     started, release = threading.Event(), threading.Event()
