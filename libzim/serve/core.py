@@ -26,7 +26,7 @@ import uuid as uuidlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
-from typing import Awaitable, Callable, Hashable, Literal, TypeVar, cast
+from typing import Awaitable, Callable, Hashable, Literal, TypeVar
 from urllib.parse import quote
 
 from starlette.requests import Request
@@ -338,42 +338,33 @@ class PriorityPool:
             heapq.heappush(self._jobs, job)
             busy = self._runners >= self._threads
             self._runners += 1
-        self.executor.submit(self._run_main)
+        self.executor.submit(self._run_one, SLOW, True)
         if priority == QUICK and busy and self.lanes is not None:
             self.lanes.submit(self._run_one, QUICK)
         return future
-
-    def _run_main(self) -> None:
-        """A main worker's runner: any job, the most urgent first."""
-        self._run_one(SLOW, main=True)
 
     def _run_one(self, worst: int, main: bool = False) -> None:
         """Run the most urgent waiting job if it is at most ``worst``; else nothing. A main
         runner counts itself free before it hands the result over, so the submit its
         waiter makes next sees a free worker."""
-        outcome: tuple[bool, object] | None = None
-        future: Future[object] | None = None
-        try:
-            with self._lock:
-                if not self._jobs or self._jobs[0][0] > worst:
-                    return  # taken by another runner, or not a quick lane's
-                _, _, fn, future = heapq.heappop(self._jobs)
-            if not future.set_running_or_notify_cancel():
-                future = None
-                return
+        with self._lock:
+            job = heapq.heappop(self._jobs) if self._jobs and self._jobs[0][0] <= worst else None
+        future = job[3] if job is not None and job[3].set_running_or_notify_cancel() else None
+        result: object = None
+        error: BaseException | None = None
+        if job is not None and future is not None:
             try:
-                outcome = (True, fn())
+                result = job[2]()
             except BaseException as e:  # noqa: BLE001 - handed to the awaiting request
-                outcome = (False, e)
-        finally:
-            if main:
-                with self._lock:
-                    self._runners -= 1
-            if future is not None and outcome is not None:
-                if outcome[0]:
-                    future.set_result(outcome[1])
-                else:
-                    future.set_exception(cast(BaseException, outcome[1]))
+                error = e
+        if main:
+            with self._lock:
+                self._runners -= 1
+        if future is not None:
+            if error is None:
+                future.set_result(result)
+            else:
+                future.set_exception(error)
 
     def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
         """Stop the workers; jobs still queued are cancelled when ``cancel_futures``."""
