@@ -268,6 +268,7 @@ def self_cost_by_object(path: Path) -> dict[str, int]:
 def callgrind(args: argparse.Namespace) -> None:
     counts: dict[int, dict[str, int]] = {}
     urls = workload(Path(args.archive), args.kind)
+    Path(args.workdir).mkdir(parents=True, exist_ok=True)  # valgrind will not make it
     for rounds in (1, 3):
         port = free_port()
         out = Path(args.workdir) / f"callgrind.{args.kind}.{rounds}.out"
@@ -307,7 +308,7 @@ def main() -> int:
     pr.add_argument("--requests", type=int, default=20000)
     pr.add_argument("--seconds", type=float, default=12.0)
     pr.add_argument("--rate", type=int, default=400)
-    pr.add_argument("--detail", action="store_true", help="the leaf frames of each layer (1% and more)")
+    pr.add_argument("--detail", action="store_true", help="the leaf frames of each layer (1%% and more)")
     cg = sub.choices["callgrind"]
     cg.add_argument("--kind", default="content")
     cg.add_argument("--requests", type=int, default=300)

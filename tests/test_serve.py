@@ -308,26 +308,75 @@ def test_priority_pool_quick_lane_runs_quick_jobs_while_workers_are_busy():
 
 
 def test_priority_pool_quick_lane_only_when_workers_are_taken():
-    # With a main worker free, a quick job runs there and no lane runner is made (a second
-    # runner per job was a third of a quick job's hand-off); each job is awaited before the
-    # next, so the worker is free every time.
+    # With a main worker free, a quick job runs there and the lane gets no token (a second
+    # token per job was a third of a quick job's hand-off): its thread, started by its first
+    # token, is never made. Each job is awaited before the next, so the worker is free every time.
     pool = PriorityPool(1, "test-pool", quick_lanes=1)
     names = []
-    lane_runs = []
-    real = pool.lanes.submit
-
-    def counted(fn, *args):
-        lane_runs.append(args)
-        return real(fn, *args)
-
-    pool.lanes.submit = counted  # type: ignore[method-assign]
     try:
         for _ in range(20):
             assert pool.submit(QUICK, lambda: names.append(threading.current_thread().name) or 1).result(60) == 1
         assert len(names) == 20 and not any(n.startswith("test-pool-quick") for n in names)
-        assert lane_runs == []
+        assert pool.lane_workers == [] and len(pool.workers) == 1
     finally:
         pool.shutdown()
+
+
+def test_priority_pool_run_settles_the_loops_future():
+    # A request awaits pool.run: the job's result, its exception, a StopIteration (which an
+    # asyncio future refuses) as a RuntimeError, and a job cancelled before a worker took it
+    # is never run. The same jobs through submit give the same outcomes.
+    import asyncio
+
+    pool = PriorityPool(1, "test-pool", quick_lanes=1)
+    started, release = threading.Event(), threading.Event()
+    ran: list[str] = []
+
+    def stop() -> None:
+        raise StopIteration("done")
+
+    async def main() -> list[object]:
+        out: list[object] = [await pool.run(QUICK, lambda: "value")]
+        for fn in (lambda: 1 // 0, stop):
+            try:
+                await pool.run(QUICK, fn)
+            except Exception as e:  # noqa: BLE001
+                out.append(type(e).__name__)
+        held = pool.run(SLOW, lambda: started.set() or release.wait(60))
+        assert await asyncio.get_running_loop().run_in_executor(None, started.wait, 60)
+        skipped = pool.run(SLOW, lambda: ran.append("skipped"))
+        skipped.cancel()
+        release.set()
+        out.append(await held)
+        out.append(await pool.run(SLOW, lambda: ran.append("after") or "after"))
+        return out
+
+    try:
+        assert asyncio.run(main()) == ["value", "ZeroDivisionError", "RuntimeError", True, "after"]
+        assert ran == ["after"]
+        assert pool.submit(QUICK, lambda: "value").result(60) == "value"
+        with pytest.raises(ZeroDivisionError):
+            pool.submit(QUICK, lambda: 1 // 0).result(60)
+    finally:
+        release.set()
+        pool.shutdown()
+    with pytest.raises(RuntimeError, match="after shutdown"):
+        pool.submit(QUICK, lambda: None)
+
+
+def test_priority_pool_threads_stop_at_interpreter_exit():
+    # A pool never shut down (a Server made without the app's lifespan) must not keep the
+    # interpreter from exiting, and a job queued just before exit still runs.
+    code = (
+        "import threading, time\n"
+        "from libzim.serve.app import PriorityPool, QUICK, SLOW\n"
+        "pool = PriorityPool(2, 'exit-pool', quick_lanes=1)\n"
+        "assert pool.submit(QUICK, lambda: 1).result(60) == 1\n"
+        "pool.submit(SLOW, lambda: time.sleep(0.3) or print('ran', flush=True))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, **child_python())
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "ran\n"
 
 
 def test_priority_pool_shutdown_cancels_waiting_jobs():

@@ -20,13 +20,15 @@ import gzip
 import hashlib
 import heapq
 import itertools
+import queue
 import re
 import threading
 import uuid as uuidlib
-from concurrent.futures import Future, ThreadPoolExecutor
+import weakref
+from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import partial
-from typing import Awaitable, Callable, Hashable, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Hashable, Literal, TypeVar, Union
 from urllib.parse import quote
 
 from starlette.requests import Request
@@ -297,84 +299,193 @@ QUICK, SLOW = 0, 1  # job priorities: suggestions, content, metadata before sear
 
 
 class PriorityPool:
-    """A ThreadPoolExecutor whose free worker takes the most urgent waiting job,
-    and a lane of its own for quick jobs.
+    """Worker threads whose free worker takes the most urgent waiting job, and a lane of
+    threads of its own for quick jobs.
 
-    Each job goes into a priority queue (priority, then arrival) and one runner is
-    submitted to the executor per job; a runner, when a worker starts it, runs the
-    best job waiting then, not necessarily its own. So a suggestion that arrives
-    behind a queue of search pages waits for one worker to finish its current job,
-    not for the queue (measured: suggest p99 149 ms with 8 clients searching, in one
-    FIFO pool). Searches only wait while quicker jobs are queued, which are short.
+    Each job goes into a priority queue (priority, then arrival) and one wake-up token
+    into the workers' queue; a worker, when it takes a token, runs the best job waiting
+    then, not necessarily the one that came with it. So a suggestion that arrives behind a
+    queue of search pages waits for one worker to finish its current job, not for the
+    queue (measured: suggest p99 149 ms with 8 clients searching, in one FIFO pool).
+    Searches only wait while quicker jobs are queued, which are short.
 
     On a big archive a search page keeps a worker 50-130 ms (Xapian's matcher), so
     waiting for one still cost a suggestion 100 ms at p99 with 8 clients searching
     a 1,000,000-article archive. ``quick_lanes`` more threads therefore take QUICK
-    jobs only: a QUICK job also gets a runner there when every main worker is taken
-    (when one is free, the job's own runner starts at once and takes the most
-    urgent job, so a second runner would only cost a hand-off: a content request
-    that goes to a worker took 12% fewer instructions without it, callgrind in
-    bench/results/request-path.md), and whichever runner comes first runs it; a runner
-    that finds nothing for it returns. Every job still has its runner in the main
-    executor, so none waits on the lanes.
-    The executors keep their usual life cycle (shutdown, exit of the interpreter).
+    jobs only: a QUICK job also gets a token there when every worker is taken (when one
+    is free, its own token starts it at once, so a second would only cost a hand-off: a
+    content request that goes to a worker took 12% fewer instructions without it,
+    callgrind in bench/results/request-path.md), and whichever thread comes first runs
+    it; a lane thread that finds nothing for it waits again. Every job still has its
+    token in the workers' queue, so none waits on the lane.
+
+    The threads are our own, not a ThreadPoolExecutor's: a request's hand-off was two
+    concurrent Futures (the executor's work item's and ours) chained to an asyncio one by
+    ``wrap_future``; :meth:`run` gives the job the loop's own future, and the worker settles
+    it with one ``call_soon_threadsafe`` (bench/results/request-path.md). A thread starts
+    when a token finds none free, up to the bound; at shutdown, or at the interpreter's exit
+    as an executor's, the threads run the jobs already queued, then stop.
     """
 
     def __init__(self, threads: int, name: str, quick_lanes: int = 1) -> None:
-        self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name)
-        self.lanes = ThreadPoolExecutor(max_workers=quick_lanes, thread_name_prefix=f"{name}-quick") if quick_lanes else None
-        self._jobs: list[tuple[int, int, Callable[[], object], Future[object]]] = []
-        self._threads = threads
-        self._runners = 0  # main-executor runners submitted and not yet returned
+        self.name = name
+        self.workers: list[threading.Thread] = []
+        self.lane_workers: list[threading.Thread] = []
+        self._bounds = (max(1, threads), max(0, quick_lanes))
+        self._jobs: list[tuple[int, int, Callable[[], object], _Sink]] = []
+        self._runners = [0, 0]  # tokens put and not yet run: workers', lane's
+        self._wake: tuple[queue.SimpleQueue[bool], queue.SimpleQueue[bool]] = (
+            queue.SimpleQueue(), queue.SimpleQueue())  # True: run one job; False: stop
         self._lock = threading.Lock()
         self._seq = itertools.count()
+        self._closed = False
+        _live_pools.add(self)
 
     def submit(self, priority: int, fn: Callable[[], T]) -> Future[T]:
-        """Queue ``fn`` at ``priority`` (QUICK before SLOW); its Future."""
+        """Queue ``fn`` at ``priority`` (QUICK before SLOW); its concurrent Future (for a caller
+        off the event loop; a request handler awaits :meth:`run`)."""
         future: Future[T] = Future()
-        job: tuple[int, int, Callable[[], object], Future[object]] = (
-            priority, next(self._seq), fn, future)  # type: ignore[assignment]
-        with self._lock:
-            heapq.heappush(self._jobs, job)
-            busy = self._runners >= self._threads
-            self._runners += 1
-        self.executor.submit(self._run_one, SLOW, True)
-        if priority == QUICK and busy and self.lanes is not None:
-            self.lanes.submit(self._run_one, QUICK)
+        self._queue(priority, fn, future)
         return future
 
-    def _run_one(self, worst: int, main: bool = False) -> None:
-        """Run the most urgent waiting job if it is at most ``worst``; else nothing. A main
-        runner counts itself free before it hands the result over, so the submit its
-        waiter makes next sees a free worker."""
+    def run(self, priority: int, fn: Callable[[], T]) -> asyncio.Future[T]:
+        """Queue ``fn`` at ``priority``; a future of the running loop, settled on the loop.
+        Cancelling it skips the job if no worker has started it."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._queue(priority, fn, (loop, future))
+        return future
+
+    def _queue(self, priority: int, fn: Callable[[], object], sink: _Sink) -> None:
+        start = [False, False]
+        with self._lock:  # tokens are put under the lock, so none comes after shutdown's stops
+            if self._closed:
+                raise RuntimeError(f"{self.name}: cannot queue a job after shutdown")
+            heapq.heappush(self._jobs, (priority, next(self._seq), fn, sink))
+            busy = self._runners[0] >= self._bounds[0]
+            for kind in (0, 1) if priority == QUICK and busy and self._bounds[1] else (0,):
+                self._runners[kind] += 1
+                self._wake[kind].put(True)
+                threads = self.lane_workers if kind else self.workers
+                if self._runners[kind] > len(threads) and len(threads) < self._bounds[kind]:
+                    threads.append(threading.Thread(target=self._work, args=(kind,),
+                                                    name=f"{self.name}{'-quick' if kind else ''}_{len(threads)}"))
+                    start[kind] = True
+        for kind in (0, 1):
+            if start[kind]:
+                (self.lane_workers if kind else self.workers)[-1].start()
+
+    def _work(self, kind: int) -> None:
+        wake = self._wake[kind]
+        while wake.get():
+            self._run_one(SLOW if kind == 0 else QUICK, kind)
+
+    def _run_one(self, worst: int, kind: int) -> None:
+        """Run the most urgent waiting job if it is at most ``worst``; else nothing. The thread
+        counts itself free before it hands the result over, so the job its waiter queues next
+        sees a free worker."""
         with self._lock:
             job = heapq.heappop(self._jobs) if self._jobs and self._jobs[0][0] <= worst else None
-        future = job[3] if job is not None and job[3].set_running_or_notify_cancel() else None
+            if kind:
+                self._runners[1] -= 1
+        sink = job[3] if job is not None and _wanted(job[3]) else None
         result: object = None
         error: BaseException | None = None
-        if job is not None and future is not None:
+        if job is not None and sink is not None:
             try:
                 result = job[2]()
             except BaseException as e:  # noqa: BLE001 - handed to the awaiting request
                 error = e
-        if main:
+        if not kind:
             with self._lock:
-                self._runners -= 1
-        if future is not None:
-            if error is None:
-                future.set_result(result)
-            else:
-                future.set_exception(error)
+                self._runners[0] -= 1
+        if sink is not None:
+            _settle(sink, result, error)
 
     def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
-        """Stop the workers; jobs still queued are cancelled when ``cancel_futures``."""
-        if self.lanes is not None:
-            self.lanes.shutdown(wait=wait, cancel_futures=cancel_futures)
-        self.executor.shutdown(wait=wait, cancel_futures=cancel_futures)
-        with self._lock:  # jobs whose runners were cancelled: their requests must not wait forever
-            jobs, self._jobs = self._jobs, []
-        for _, _, _, future in jobs:
-            future.cancel()
+        """Stop the threads once they have run the jobs already queued (with ``cancel_futures``
+        those are cancelled instead); ``wait``: until they have stopped."""
+        with self._lock:
+            self._closed = True
+            jobs: list[tuple[int, int, Callable[[], object], _Sink]] = []
+            if cancel_futures:
+                jobs, self._jobs = self._jobs, []
+            threads = (list(self.workers), list(self.lane_workers))
+            for kind in (0, 1):
+                for _ in threads[kind]:
+                    self._wake[kind].put(False)
+        for _, _, _, sink in jobs:  # their requests must not wait for ever
+            _cancel(sink)
+        if wait:
+            for t in threads[0] + threads[1]:
+                if t is not threading.current_thread():
+                    t.join()
+
+
+if TYPE_CHECKING:
+    # Where a job's result goes: a concurrent Future (submit) or a loop and its future (run).
+    _Sink = Union[Future[Any], tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]"]]
+
+
+def _wanted(sink: _Sink) -> bool:
+    """Whether the job is still wanted: a concurrent Future is marked running; a loop's
+    future is read from this thread, a hint only (a job cancelled just after still runs,
+    and its result is dropped on the loop)."""
+    if isinstance(sink, Future):
+        return sink.set_running_or_notify_cancel()
+    return not sink[1].done()
+
+
+def _settle(sink: _Sink, result: object, error: BaseException | None) -> None:
+    if isinstance(sink, Future):
+        if error is None:
+            sink.set_result(result)
+        else:
+            sink.set_exception(error)
+        return
+    try:
+        sink[0].call_soon_threadsafe(_deliver, sink[1], result, error)
+    except RuntimeError:  # the loop is closed: nobody waits any more
+        pass
+
+
+def _deliver(future: asyncio.Future[Any], result: object, error: BaseException | None) -> None:
+    """On the loop: the job's outcome into its future, unless it was cancelled meanwhile."""
+    if future.done():
+        return
+    if error is None:
+        future.set_result(result)
+    elif isinstance(error, StopIteration):  # asyncio refuses it (TypeError): the waiter would hang
+        future.set_exception(RuntimeError(f"the job raised {error!r}"))
+    else:
+        future.set_exception(error)
+
+
+def _cancel(sink: _Sink) -> None:
+    if isinstance(sink, Future):
+        sink.cancel()
+        return
+    loop, future = sink
+    if asyncio._get_running_loop() is loop:
+        future.cancel()
+    else:
+        try:
+            loop.call_soon_threadsafe(future.cancel)
+        except RuntimeError:  # the loop is closed
+            pass
+
+
+_live_pools: weakref.WeakSet[PriorityPool] = weakref.WeakSet()
+
+
+def _stop_pools_at_exit() -> None:
+    """As concurrent.futures does for its executors: the interpreter's exit joins
+    non-daemon threads, so the pools still open are told to stop first."""
+    for pool in list(_live_pools):
+        pool.shutdown(wait=False)
+
+
+threading._register_atexit(_stop_pools_at_exit)  # type: ignore[attr-defined]  # what concurrent.futures uses
 
 
 class Server:
@@ -414,7 +525,7 @@ class Server:
             raise HTTPError(503, "Too many requests are waiting; try again shortly.")
         self.pending += 1
         try:
-            return await asyncio.wrap_future(self.pool.submit(priority, partial(_leased, fn, *args)))
+            return await self.pool.run(priority, partial(_leased, fn, *args))
         finally:
             self.pending -= 1
 
