@@ -201,15 +201,20 @@ def test_to_parquet_on_local_cluster(local, tmp_path):
                       dashboard_address=":0", silence_logs=50) as cluster, Client(cluster) as client:
         ddf = libdask.read_archives(paths, partition_size=16)
         ddf.to_parquet(tmp_path / "out", compute=True)
-        # Each worker process reads on its own: the graph travels to both and they open the
-        # archive themselves. Pinned with `workers=`, since the scheduler may run every task of
-        # to_parquet on one worker (it did once in CI; spreading is its choice, not ours).
+        # Each worker process reads on its own (opens the archive there). Pinned with
+        # `workers=` and a key of its own (pure=False): the scheduler may run all of
+        # to_parquet on one worker, and a second compute of the same partition may take the
+        # first one's result still in memory (both happened in CI).
         workers = sorted(client.scheduler_info()["workers"])
         client.run(lambda: libdask._opened.clear())
-        for address in workers:
-            client.compute(ddf.partitions[0], workers=[address]).result()
+
+        def read_one(path: str) -> int:
+            return len(libdask.read_archives([path], partition_size=16).partitions[0].compute(scheduler="sync"))
+
+        rows = [client.submit(read_one, str(local.multi.path), workers=[address], pure=False).result()
+                for address in workers]
         ran_on = client.run(lambda: sorted(libdask._opened))
-    assert len(workers) == 2
+    assert len(workers) == 2 and rows[0] == rows[1] > 0
     assert all(str(local.multi.path) in ran_on[address] for address in workers), ran_on
     df = pd.read_parquet(tmp_path / "out", dtype_backend="pyarrow")
     ok = df[df.error.isna()]
