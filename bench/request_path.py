@@ -4,6 +4,7 @@
     python bench/request_path.py profile --archive A.zim      # py-spy over a bounded load
     python bench/request_path.py callgrind --archive A.zim    # instructions per request
     python bench/request_path.py callgrind --archive A.zim --extra=--no-access-log
+    python bench/request_path.py ab --archive A.zim --baseline ../before   # two builds, wrk, interleaved
 
 Both run the real ``zim serve`` (its defaults: access log on, httptools, uvloop)
 on 127.0.0.1 and drive it with a bounded Python client (``--clients``
@@ -21,6 +22,11 @@ keep-alive connections, a fixed number of requests, URLs cycled):
   instructions, start-up and warm-up cancelled. The split is by shared object
   (the interpreter, httptools, uvloop, the binding, libzim, zstd, ...), self
   cost only.
+- ``ab``: this checkout's ``zim serve`` against another checkout's (``--baseline``,
+  its extension built), both up at once, driven by wrk (bench/serve.py's script) in
+  interleaved trials, the order alternating: requests/s and server CPU per request
+  (/proc), medians, and B/A. For a change's effect on time where callgrind counts
+  instructions: the two servers share the machine's noise.
 
 Endpoints: ``content`` (the HTML articles bench/serve.py asks for) and
 ``suggest`` (prefixes of 1-4 letters of titles, 10 suggestions).
@@ -119,11 +125,11 @@ def drive(port: int, urls: list[str], total: int, clients: int, timeout: float =
 
 
 def start_server(archive: Path, port: int, extra: list[str], prefix: list[str], log: Path,
-                 env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+                 env: dict[str, str] | None = None, cwd: Path = ROOT) -> subprocess.Popen[bytes]:
     work = Path(tempfile.mkdtemp(prefix="reqpath-"))
     (work / f"{BOOK}.zim").symlink_to(archive.resolve())
     cmd = [*prefix, *ZIM, "serve", "-p", str(port), "-i", "127.0.0.1", "-t", "2", *extra, str(work / f"{BOOK}.zim")]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log.open("ab"), stderr=subprocess.STDOUT, env=env)
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=log.open("ab"), stderr=subprocess.STDOUT, env=env)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         try:
@@ -294,10 +300,66 @@ def callgrind(args: argparse.Namespace) -> None:
             print(f"  {v:12,.0f}  {v / total * 100:5.1f}%  {k}")
 
 
+# -- ab ------------------------------------------------------------------------
+
+def ab(args: argparse.Namespace) -> None:
+    sys.path.insert(0, str(HERE))
+    import serve as wrkbench  # bench/serve.py: wrk's script and its output's parser
+
+    base = Path(args.baseline).resolve()
+    if not list((base / "libzim").glob("_libzim*.so")):
+        raise SystemExit(f"{base}: no built extension in libzim/ (build it there first)")
+    log = Path(args.log)
+    work = Path(tempfile.mkdtemp(prefix="reqpath-ab-"))
+    script = work / "paths.lua"
+    script.write_text(wrkbench.LUA)
+    servers: dict[str, tuple[int, subprocess.Popen[bytes]]] = {}
+    try:
+        for name, root in (("this", ROOT), ("baseline", base)):
+            port = free_port()
+            servers[name] = (port, start_server(Path(args.archive), port, args.extra, [], log, cwd=root))
+        rows: dict[tuple[str, int, str], list[tuple[float, float]]] = collections.defaultdict(list)
+        for trial in range(args.trials):
+            for kind in args.kinds.split(","):
+                urls = workload(Path(args.archive), kind)
+                for clients in (int(c) for c in args.clients_list.split(",")):
+                    order = ("this", "baseline") if (trial + clients) % 2 == 0 else ("baseline", "this")
+                    for name in order:
+                        port, proc = servers[name]
+                        warm = wrkbench.start_wrk(port, urls, 1, clients, script, work / "warm.txt")
+                        wrkbench.wrk_result(warm, 1)
+                        cpu0 = _cpu(proc.pid)
+                        run = wrkbench.start_wrk(port, urls, args.duration, clients, script, work / "run.txt")
+                        out = wrkbench.wrk_result(run, args.duration)
+                        cpu = _cpu(proc.pid) - cpu0
+                        n = int(out["requests"])  # type: ignore[call-overload]
+                        if out["errors"] or not n:
+                            raise SystemExit(f"{name} {kind} {clients}: {out}")
+                        rows[(kind, clients, name)].append((float(out["rps"]), cpu / n * 1000))  # type: ignore[arg-type]
+        print(f"\n{args.trials} interleaved trials of {args.duration:g} s, medians (range); extra: {' '.join(args.extra)}")
+        print("| kind | clients | this: req/s | this: CPU ms | baseline: req/s | baseline: CPU ms | CPU this/baseline |")
+        print("|---|---|---|---|---|---|---|")
+        for kind in args.kinds.split(","):
+            for clients in (int(c) for c in args.clients_list.split(",")):
+                cells = []
+                med = {}
+                for name in ("this", "baseline"):
+                    rps = sorted(r for r, _ in rows[(kind, clients, name)])
+                    ms = sorted(m for _, m in rows[(kind, clients, name)])
+                    med[name] = ms[len(ms) // 2]
+                    cells += [f"{rps[len(rps) // 2]:,.0f} ({rps[0]:,.0f}-{rps[-1]:,.0f})",
+                              f"{med[name]:.3f} ({ms[0]:.3f}-{ms[-1]:.3f})"]
+                print(f"| {kind} | {clients} | " + " | ".join(cells) + f" | {med['this'] / med['baseline']:.2f} |")
+    finally:
+        for _, proc in servers.values():
+            proc.send_signal(signal.SIGINT)
+            proc.wait(30)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
-    for name in ("profile", "callgrind"):
+    for name in ("profile", "callgrind", "ab"):
         s = sub.add_parser(name)
         s.add_argument("--archive", required=True)
         s.add_argument("--clients", type=int, default=8)
@@ -315,13 +377,19 @@ def main() -> int:
     cg.add_argument("--warmup", type=int, default=300)
     cg.add_argument("--workdir", default="/var/tmp/libzim-c-bench")
     cg.add_argument("--malloc", action="store_true", help="PYTHONMALLOC=malloc: allocations show as libc's")
+    abp = sub.choices["ab"]
+    abp.add_argument("--baseline", required=True, help="another checkout of this repository, its extension built")
+    abp.add_argument("--kinds", default="content,suggest")
+    abp.add_argument("--clients-list", default="1,8", help="wrk connections, comma-separated")
+    abp.add_argument("--trials", type=int, default=3)
+    abp.add_argument("--duration", type=float, default=6.0)
     for s in sub.choices.values():
         s.add_argument("--no-gzip", action="store_true", help="send no Accept-Encoding (as bench/serve.py's wrk)")
     args = p.parse_args()
     if args.no_gzip:
         GZIP.clear()
     Path("/var/tmp/libzim-c-bench").mkdir(parents=True, exist_ok=True)
-    (profile if args.cmd == "profile" else callgrind)(args)
+    {"profile": profile, "callgrind": callgrind, "ab": ab}[args.cmd](args)
     return 0
 
 
