@@ -364,6 +364,37 @@ def test_priority_pool_run_settles_the_loops_future():
         pool.submit(QUICK, lambda: None)
 
 
+def test_priority_pool_submits_from_many_threads():
+    # Jobs queued from 8 threads at once (each call may start a worker thread: each starts
+    # its own) give what the same jobs give queued from one thread, and the pool keeps its bounds.
+    def job(i: int) -> int:
+        return i * i
+
+    expected = [job(i) for i in range(400)]
+    pool = PriorityPool(4, "test-pool", quick_lanes=2)
+    results: dict[int, int] = {}
+    barrier = threading.Barrier(8)
+
+    def client(k: int) -> None:
+        barrier.wait(60)
+        futures = [(i, pool.submit(QUICK if i % 2 else SLOW, lambda i=i: job(i))) for i in range(k, 400, 8)]
+        for i, f in futures:
+            results[i] = f.result(60)
+
+    try:
+        threads = [threading.Thread(target=client, args=(k,)) for k in range(8)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(120)
+        assert [results.get(i) for i in range(400)] == expected
+        assert len(pool.workers) <= 4 and len(pool.lane_workers) <= 2
+        assert all(th.is_alive() for th in pool.workers + pool.lane_workers)
+    finally:
+        pool.shutdown()
+    assert not any(th.is_alive() for th in pool.workers + pool.lane_workers)
+
+
 def test_priority_pool_threads_stop_at_interpreter_exit():
     # A pool never shut down (a Server made without the app's lifespan) must not keep the
     # interpreter from exiting, and a job queued just before exit still runs.

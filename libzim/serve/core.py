@@ -333,7 +333,7 @@ class PriorityPool:
         self.lane_workers: list[threading.Thread] = []
         self._bounds = (max(1, threads), max(0, quick_lanes))
         self._jobs: list[tuple[int, int, Callable[[], object], _Sink]] = []
-        self._runners = [0, 0]  # tokens put and not yet run: workers', lane's
+        self._runners = [0, 0]  # tokens put and not yet done with: workers', lane's
         self._wake: tuple[queue.SimpleQueue[bool], queue.SimpleQueue[bool]] = (
             queue.SimpleQueue(), queue.SimpleQueue())  # True: run one job; False: stop
         self._lock = threading.Lock()
@@ -357,7 +357,7 @@ class PriorityPool:
         return future
 
     def _queue(self, priority: int, fn: Callable[[], object], sink: _Sink) -> None:
-        start = [False, False]
+        start: list[threading.Thread] = []
         with self._lock:  # tokens are put under the lock, so none comes after shutdown's stops
             if self._closed:
                 raise RuntimeError(f"{self.name}: cannot queue a job after shutdown")
@@ -370,10 +370,9 @@ class PriorityPool:
                 if self._runners[kind] > len(threads) and len(threads) < self._bounds[kind]:
                     threads.append(threading.Thread(target=self._work, args=(kind,),
                                                     name=f"{self.name}{'-quick' if kind else ''}_{len(threads)}"))
-                    start[kind] = True
-        for kind in (0, 1):
-            if start[kind]:
-                (self.lane_workers if kind else self.workers)[-1].start()
+                    start.append(threads[-1])  # this call's own: another may append meanwhile
+        for t in start:
+            t.start()
 
     def _work(self, kind: int) -> None:
         wake = self._wake[kind]
@@ -386,8 +385,6 @@ class PriorityPool:
         sees a free worker."""
         with self._lock:
             job = heapq.heappop(self._jobs) if self._jobs and self._jobs[0][0] <= worst else None
-            if kind:
-                self._runners[1] -= 1
         sink = job[3] if job is not None and _wanted(job[3]) else None
         result: object = None
         error: BaseException | None = None
@@ -396,9 +393,8 @@ class PriorityPool:
                 result = job[2]()
             except BaseException as e:  # noqa: BLE001 - handed to the awaiting request
                 error = e
-        if not kind:
-            with self._lock:
-                self._runners[0] -= 1
+        with self._lock:
+            self._runners[kind] -= 1
         if sink is not None:
             _settle(sink, result, error)
 
