@@ -10,13 +10,14 @@ from setuptools.command.build_ext import build_ext
 def pkg_config(*args: str) -> list[str]:
     try:
         out = subprocess.run(
-            # The shim decodes zstd and xz clusters itself (zimshim_cluster*.cpp).
-            ["pkg-config", *args, "libzim", "libzstd", "liblzma"], check=True, capture_output=True, text=True
+            # The shim decodes zstd and xz clusters itself (zimshim_cluster*.cpp) and
+            # gzips the server's answers with libdeflate (zimshim_gzip.cpp).
+            ["pkg-config", *args, "libzim", "libzstd", "liblzma", "libdeflate"], check=True, capture_output=True, text=True
         ).stdout
     except (OSError, subprocess.CalledProcessError) as exc:
         raise SystemExit(
             "libzim-c needs libzim's development files: "
-            "apt-get install libzim-dev libxapian-dev libzstd-dev liblzma-dev pkg-config"
+            "apt-get install libzim-dev libxapian-dev libzstd-dev liblzma-dev libdeflate-dev pkg-config"
         ) from exc
     return shlex.split(out)
 

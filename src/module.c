@@ -223,6 +223,38 @@ static PyObject *html_text_hook(PyObject *m, PyObject *const *args, Py_ssize_t n
     return zc_take_str(out, len);
 }
 
+/* libzim.serve gzips its answers with this: libdeflate, off the GIL (the
+ * server's workers compress in parallel).  The output is copied into a bytes
+ * object after the GIL is back: no Python object is written without it. */
+static PyObject *gzip_hook(PyObject *m, PyObject *const *args, Py_ssize_t nargs) {
+    zc_state *st = PyModule_GetState(m);
+    Py_buffer data;
+    long level = 6;
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "_gzip(data, level=6) takes 1 or 2 arguments");
+        return NULL;
+    }
+    if (nargs == 2 && (level = PyLong_AsLong(args[1])) == -1 && PyErr_Occurred())
+        return NULL;
+    if (level < 1 || level > 12)
+        return PyErr_Format(PyExc_ValueError, "gzip level must be 1 to 12, not %ld", level);
+    if (PyObject_GetBuffer(args[0], &data, PyBUF_SIMPLE) < 0)
+        return NULL;
+    char *out = NULL;
+    size_t len = 0;
+    zs_error err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = zs_gzip(data.buf, (size_t)data.len, (int)level, &out, &len, &err);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&data);
+    if (rc < 0)
+        return zc_raise(st, &err, NULL);
+    PyObject *r = PyBytes_FromStringAndSize(out, (Py_ssize_t)len);
+    zs_buffer_free(out);
+    return r;
+}
+
 static long set_guard_pause(long us) { return atomic_exchange(&zc_guard_pause_us, us); }
 
 static PyObject *test_guard_pause(PyObject *m, PyObject *arg) {
@@ -312,6 +344,11 @@ static PyMethodDef module_methods[] = {
     {"_html_text", (PyCFunction)(void (*)(void))html_text_hook, METH_FASTCALL,
      "_html_text(html, main_only, max_chars, /)\n--\n\n"
      "Testing only: Item.get_text() of an HTML document (bytes)."},
+    {"_gzip", (PyCFunction)(void (*)(void))gzip_hook, METH_FASTCALL,
+     "_gzip(data, level=6, /)\n--\n\n"
+     "data (any bytes-like object) gzipped by libdeflate, level 1-12 (6: the\n"
+     "size of zlib's default); mtime 0, so the same data gives the same bytes.\n"
+     "For libzim.serve's answers; releases the GIL while it compresses."},
     {"_test_guard_pause", test_guard_pause, METH_O,
      "Testing only: taking a use of an archive sleeps this many microseconds\n"
      "between reading its state and counting the use. Returns the previous\n"

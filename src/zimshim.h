@@ -188,6 +188,10 @@ int zs_item_text(zs_item *it, int main_only, size_t max_chars, char **out, size_
  * markdown, read as they are) or 0 (none). */
 enum { ZS_TEXT_HTML = 1, ZS_TEXT_PLAIN = 2 };
 int zs_text_kind(const char *mimetype, size_t len);
+/* data gzipped (RFC 1952, mtime 0: the same data gives the same bytes) by
+ * libdeflate at level 1-12 (6: zlib's default size, in half zlib's CPU;
+ * zimshim_gzip.cpp).  *out is malloc'd (zs_buffer_free).  Call without the GIL. */
+int zs_gzip(const void *data, size_t len, int level, char **out, size_t *out_len, zs_error *err);
 /* The same for HTML bytes in memory (tests). */
 int zs_html_text(const char *html, size_t len, int main_only, size_t max_chars, char **out,
                  size_t *outlen, zs_error *err);

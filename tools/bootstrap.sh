@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 # python3-doc pulls the default Python's documentation (python3.11-doc on 12,
 # python3.13-doc on 13), which the demo and the search fixtures index; zim-tools
 # writes the demo archive.
-APT_PACKAGES=(libzim-dev libxapian-dev libicu-dev libzstd-dev liblzma-dev python3-dev python3-venv zim-tools pkg-config
+APT_PACKAGES=(libzim-dev libxapian-dev libicu-dev libzstd-dev liblzma-dev libdeflate-dev python3-dev python3-venv zim-tools pkg-config
               build-essential python3-doc)
 
 sudo_() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
