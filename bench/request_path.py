@@ -326,17 +326,19 @@ def ab(args: argparse.Namespace) -> None:
                     order = ("this", "baseline") if (trial + clients) % 2 == 0 else ("baseline", "this")
                     for name in order:
                         port, proc = servers[name]
-                        warm = wrkbench.start_wrk(port, urls, 1, clients, script, work / "warm.txt")
+                        warm = wrkbench.start_wrk(port, urls, 1, clients, script, work / "warm.txt", bool(GZIP))
                         wrkbench.wrk_result(warm, 1)
                         cpu0 = _cpu(proc.pid)
-                        run = wrkbench.start_wrk(port, urls, args.duration, clients, script, work / "run.txt")
+                        run = wrkbench.start_wrk(port, urls, args.duration, clients, script, work / "run.txt",
+                                                 bool(GZIP))
                         out = wrkbench.wrk_result(run, args.duration)
                         cpu = _cpu(proc.pid) - cpu0
                         n = int(out["requests"])  # type: ignore[call-overload]
                         if out["errors"] or not n:
                             raise SystemExit(f"{name} {kind} {clients}: {out}")
                         rows[(kind, clients, name)].append((float(out["rps"]), cpu / n * 1000))  # type: ignore[arg-type]
-        print(f"\n{args.trials} interleaved trials of {args.duration:g} s, medians (range); extra: {' '.join(args.extra)}")
+        print(f"\n{args.trials} interleaved trials of {args.duration:g} s, medians (range); extra: {' '.join(args.extra)}"
+              f"; Accept-Encoding: {GZIP.get('Accept-Encoding', 'none')}")
         print("| kind | clients | this: req/s | this: CPU ms | baseline: req/s | baseline: CPU ms | CPU this/baseline |")
         print("|---|---|---|---|---|---|---|")
         for kind in args.kinds.split(","):

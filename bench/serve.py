@@ -13,6 +13,8 @@ Workloads, each a list of URLs that wrk's Lua script cycles through (every
 connection from its own position; the URLs rotate over the books):
 
 - ``content``: 300 HTML articles per book;
+- ``content-gzip`` (only with ``--kinds content-gzip``): the same, asked as a browser asks
+  them (``Accept-Encoding: gzip, deflate``): each server's gzip is in the CPU per request;
 - ``search-10`` / ``search-25``: the bench queries (bench/queries/KEY.txt; for
   tools/synthetic.py's archives bench/scale.py's mix of common, rare and phrase
   queries), an HTML result page with snippets of 10 / 25 results;
@@ -72,9 +74,11 @@ for line in io.lines(os.getenv("WRK_PATHS")) do paths[#paths + 1] = line end
 local counter = 0
 setup = function(thread) thread:set("offset", counter * 97); counter = counter + 1 end
 local i = 0
+local ae = os.getenv("WRK_ACCEPT_ENCODING")  -- content-gzip: what a browser sends
+local headers = ae and {["Accept-Encoding"] = ae} or nil
 request = function()
   i = i + 1
-  return wrk.format("GET", paths[((i + offset) % #paths) + 1])
+  return wrk.format("GET", paths[((i + offset) % #paths) + 1], headers)
 end
 """
 
@@ -175,7 +179,7 @@ def _interleave(lists: list[list[str]]) -> list[str]:
 
 def urls(server: str, kind: str, books: list[Book]) -> list[str]:
     """The URLs of a workload, rotating over the books."""
-    if kind == "content":  # kiwix-serve 3.3's content URL is /BOOK/PATH
+    if kind in ("content", "content-gzip"):  # kiwix-serve 3.3's content URL is /BOOK/PATH
         prefix = "/" if server == "kiwix-serve" else "/content/"
         return _interleave([[f"{prefix}{quote(b.name)}/{quote(p, safe='/')}" for p in b.content] for b in books])
     if kind.startswith("search-"):
@@ -267,10 +271,15 @@ def wrk_cmd(port: int, duration: float, connections: int, script: Path) -> list[
 
 
 def start_wrk(port: int, paths: list[str], duration: float, connections: int, script: Path,
-              plist: Path) -> subprocess.Popen[str]:
+              plist: Path, gzip: bool = False) -> subprocess.Popen[str]:
+    """wrk over ``paths``; with ``gzip``, each request says ``Accept-Encoding: gzip, deflate``."""
     plist.write_text("\n".join(paths) + "\n")
+    env = dict(os.environ, WRK_PATHS=str(plist))
+    env.pop("WRK_ACCEPT_ENCODING", None)
+    if gzip:
+        env["WRK_ACCEPT_ENCODING"] = "gzip, deflate"
     return subprocess.Popen(wrk_cmd(port, duration, connections, script), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=dict(os.environ, WRK_PATHS=str(plist)))
+                            stderr=subprocess.PIPE, text=True, env=env)
 
 
 def wrk_result(proc: subprocess.Popen[str], duration: float) -> dict[str, object]:
@@ -322,14 +331,15 @@ class Bench:
         srv = self.servers
         _, port = srv.procs[server]
         u = urls(server, "suggest" if kind in ("suggest+search", "soak") else kind, self.books)
+        gz = kind == "content-gzip"
         if warmup > 0:
-            wrk_result(start_wrk(port, u, warmup, clients, self.script, self.work / "warm.txt"), warmup)
+            wrk_result(start_wrk(port, u, warmup, clients, self.script, self.work / "warm.txt", gz), warmup)
         row: dict[str, object] = {"trial": trial, "server": server, "workload": kind, "clients": clients,
                                   "duration_s": duration, "load1": load1()}
         proc = srv.procs[server][0]
         srv.reset_peak()
         cpu0 = cpu_seconds(proc.pid)
-        main = start_wrk(port, u, duration, clients, self.script, self.work / "main.txt")
+        main = start_wrk(port, u, duration, clients, self.script, self.work / "main.txt", gz)
         other = None
         if kind == "suggest+search":
             other = start_wrk(port, urls(server, "search-10", self.books), duration, MIXED_SEARCH_CLIENTS,
@@ -358,8 +368,9 @@ class Bench:
 
     def matrix(self) -> None:
         a = self.args
-        kinds = [k for k in ("content", *(f"search-{n}" for n in a.page_lengths), "suggest")
-                 if a.kinds is None or k.split("-")[0] in a.kinds]
+        kinds = [k for k in ("content", "content-gzip", *(f"search-{n}" for n in a.page_lengths), "suggest")
+                 if k == "content-gzip" and a.kinds is not None and k in a.kinds  # only when named
+                 or k != "content-gzip" and (a.kinds is None or k.split("-")[0] in a.kinds)]
         for trial in range(a.trials):
             order = SERVERS if trial % 2 == 0 else SERVERS[::-1]
             for kind in kinds:
@@ -425,8 +436,8 @@ def report(runs: list[dict[str, object]], meta: dict[str, object], peak: dict[st
     for r in runs:
         by.setdefault((r["workload"], r["clients"], r["server"]), []).append(r)
     kinds = sorted({str(r["workload"]) for r in runs if r["workload"] not in ("suggest+search", "soak")},
-                   key=lambda k: ("content", "search-10", "search-25", "suggest").index(k)
-                   if k in ("content", "search-10", "search-25", "suggest") else 9)
+                   key=lambda k: ("content", "content-gzip", "search-10", "search-25", "suggest").index(k)
+                   if k in ("content", "content-gzip", "search-10", "search-25", "suggest") else 9)
     lines += ["| workload | clients | zim serve req/s | p50 | p99 | CPU ms/req | kiwix-serve req/s | p50 | p99 "
               "| CPU ms/req | ratio | load |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for kind in kinds:
@@ -567,7 +578,9 @@ def main() -> int:
                    help="one more argument for zim serve, e.g. --zim-arg=--suggest-mode=auto (repeatable)")
     p.add_argument("--kinds", type=lambda s: set(s.split(",")), default=None,
                    help="only these workloads, comma-separated, of content, search, suggest, suggest+search, soak "
-                        "(default: all), e.g. --kinds content,suggest for the per-request rows of issue 42")
+                        "(default: all), e.g. --kinds content,suggest for the per-request rows of issue 42; "
+                        "content-gzip (only when named): the content pages asked as a browser asks them, "
+                        "Accept-Encoding: gzip, deflate")
     p.add_argument("--access-log", action="store_true",
                    help="zim serve with its access log on, as by default (else --no-access-log: kiwix-serve logs "
                         "no requests); the log goes to a file")
