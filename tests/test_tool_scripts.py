@@ -195,3 +195,122 @@ def test_skip_summary_says_what_the_shared_set_is_and_how_to_fetch_it(tmp_path):
     count = int(skipped[0].split()[0])
     assert count > 0 and skipped[0] == suite_skip_line(count)
     assert skipped[0].endswith(SUITE_CLONE) and "../shared" not in skipped[0]
+
+
+# Stand-ins for apt-get, dpkg-query and dpkg (tools/apt.sh): a package counts as
+# installed once its name is in $FAKE_DEBS; apt-get logs each call, and `update`
+# fails as a busy lists lock does (apt 2.6 does not wait for it) while $FAKE_BUSY
+# holds a positive count, one less each time.
+FAKE_APT_GET = r"""#!/bin/sh
+echo "apt-get $*" >> "$FAKE_LOG"
+for a in "$@"; do
+    if [ "$a" = update ]; then
+        n=$(cat "$FAKE_BUSY" 2>/dev/null || echo 0)
+        if [ "$n" -gt 0 ]; then
+            echo $((n - 1)) > "$FAKE_BUSY"
+            echo "E: Could not get lock /var/lib/apt/lists/lock. It is held by process 1 (apt-get)" >&2
+            exit 100
+        fi
+        sleep 0.3
+    fi
+done
+if [ "$FAKE_INTERRUPTED" = 1 ] && [ ! -e "$FAKE_DEBS.configured" ]; then
+    echo "E: dpkg was interrupted, you must manually run 'dpkg --configure -a' to correct the problem." >&2
+    exit 100
+fi
+install=0
+for a in "$@"; do
+    case $a in install) install=1 ;; -*) ;; *) [ $install = 1 ] && echo "$a" >> "$FAKE_DEBS" ;; esac
+done
+exit 0
+"""
+FAKE_DPKG_QUERY = r"""#!/bin/sh
+p=$(eval echo \${$#})
+grep -qx "$p" "$FAKE_DEBS" 2>/dev/null && { echo "install ok installed"; exit 0; }
+exit 1
+"""
+FAKE_DPKG = r"""#!/bin/sh
+echo "dpkg $*" >> "$FAKE_LOG"
+touch "$FAKE_DEBS.configured"
+"""
+
+
+def fake_apt(tmp_path: Path, busy: int = 0, interrupted: bool = False) -> tuple[Path, dict[str, str]]:
+    root, env = copy_scripts(tmp_path, "apt.sh")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("apt-get", FAKE_APT_GET), ("dpkg-query", FAKE_DPKG_QUERY), ("dpkg", FAKE_DPKG)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    (tmp_path / "busy").write_text(str(busy))
+    env.update(PATH=f"{bin_dir}:{env['PATH']}", FAKE_DEBS=str(tmp_path / "debs"), FAKE_BUSY=str(tmp_path / "busy"),
+               FAKE_INTERRUPTED="1" if interrupted else "0", LIBZIM_C_APT_LOCK=str(tmp_path / "apt.lock"),
+               LIBZIM_C_APT_WAIT="30")
+    return root, env
+
+
+def apt_calls(tmp_path: Path) -> list[str]:
+    return [line for line in (tmp_path / "calls.log").read_text().splitlines() if line.startswith(("apt-get", "dpkg"))]
+
+
+def test_apt_sh_two_concurrent_installs_of_one_package_install_it_once(tmp_path):
+    # CI's first stages both needed debootstrap on a new machine and ran
+    # `apt-get update` at once: the second failed at once with exit code 100.
+    root, env = fake_apt(tmp_path)
+    procs = [subprocess.Popen(["bash", "tools/apt.sh", "install", "debootstrap"], cwd=root, env=env,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [(p.wait(timeout=60), p.stderr.read()) for p in procs if p.stderr]
+    assert [rc for rc, _ in results] == [0, 0], results
+    assert apt_calls(tmp_path) == [
+        "apt-get -o DPkg::Lock::Timeout=30 update -qq",
+        "apt-get -o DPkg::Lock::Timeout=30 install -y -qq debootstrap",
+    ]
+
+
+def test_apt_sh_waits_for_a_foreign_lists_lock_and_skips_what_is_installed(tmp_path):
+    root, env = fake_apt(tmp_path, busy=2)
+    (tmp_path / "debs").write_text("libzim-dev\n")
+    proc = subprocess.run(["bash", "tools/apt.sh", "install", "--no-install-recommends", "libzim-dev", "wrk"],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    calls = apt_calls(tmp_path)
+    assert calls.count("apt-get -o DPkg::Lock::Timeout=30 update -qq") == 3  # two refusals, then the update
+    assert calls[-1] == "apt-get -o DPkg::Lock::Timeout=30 install -y -qq --no-install-recommends wrk"
+
+
+def test_apt_sh_gives_up_on_a_lock_held_past_its_wait_and_says_why(tmp_path):
+    root, env = fake_apt(tmp_path, busy=1000)
+    env["LIBZIM_C_APT_WAIT"] = "2"
+    proc = subprocess.run(["bash", "tools/apt.sh", "install", "wrk"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "Could not get lock /var/lib/apt/lists/lock" in proc.stderr
+    assert not any(c.startswith("apt-get -o DPkg::Lock::Timeout=2 install") for c in apt_calls(tmp_path))
+
+
+def test_apt_sh_finishes_an_interrupted_dpkg_once_then_installs(tmp_path):
+    root, env = fake_apt(tmp_path, interrupted=True)
+    proc = subprocess.run(["bash", "tools/apt.sh", "install", "wrk"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "running dpkg --configure -a" in proc.stderr
+    assert "dpkg --configure -a" in apt_calls(tmp_path)
+    assert (tmp_path / "debs").read_text().split() == ["wrk"]
+
+
+def test_apt_sh_with_everything_installed_runs_no_apt_get(tmp_path):
+    root, env = fake_apt(tmp_path)
+    (tmp_path / "debs").write_text("wrk\n")
+    proc = subprocess.run(["bash", "tools/apt.sh", "install", "wrk"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert apt_calls(tmp_path) == []
+
+
+def test_scripts_install_debian_packages_only_through_apt_sh():
+    for path in sorted((REPO_ROOT / "tools").glob("*.sh")) + [REPO_ROOT / ".ci" / "run"]:
+        if path.name == "apt.sh":
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            assert "apt-get update" not in code and "apt-get install" not in code, f"{path.name}:{n}: {line.strip()}"

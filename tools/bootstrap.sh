@@ -35,8 +35,7 @@ for p in "${APT_PACKAGES[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
     echo "bootstrap: installing ${missing[*]} (apt-get$([ "$(id -u)" = 0 ] || echo ', through sudo'))" >&2
-    sudo_ apt-get update -qq
-    sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    sudo_ bash tools/apt.sh install "${missing[@]}"
     step_done "Debian packages: installed ${missing[*]}"
 else
     step_done "Debian packages: all ${#APT_PACKAGES[@]} installed already"

@@ -18,8 +18,7 @@ for p in chromium chromium-driver; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-    sudo_ apt-get update -qq
-    sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    sudo_ bash tools/apt.sh install "${missing[@]}"
     step_done "installed ${missing[*]}"
 else
     step_done "chromium and chromium-driver: installed already"

@@ -41,8 +41,7 @@ Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
 fi
-sudo_ apt-get update -qq
-sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${BUILD_DEPS[@]}" >/dev/null
+sudo_ bash "$(dirname "$0")/apt.sh" install "${BUILD_DEPS[@]}"
 
 mkdir -p "$WORKDIR"
 cd "$WORKDIR"

@@ -356,13 +356,9 @@ def debian_doc_html_dir(package: str) -> tuple[Path, str]:
 
 
 def _apt_install(package: str) -> None:
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    cmd = ["apt-get", "install", "-y", "--no-install-recommends", package]
-    if subprocess.run(cmd, env=env).returncode == 0:
-        return
-    # A fresh machine has no package lists yet; refresh once and retry.
-    subprocess.run(["apt-get", "update"], env=env, check=True)
-    subprocess.run(cmd, env=env, check=True)
+    # tools/apt.sh: one lock for our concurrent scripts, waits for a foreign apt.
+    apt_sh = Path(__file__).resolve().parent / "apt.sh"
+    subprocess.run(["bash", str(apt_sh), "install", "--no-install-recommends", package], check=True)
 
 
 def _installed_version(package: str, install: bool) -> str:

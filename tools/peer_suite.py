@@ -94,7 +94,7 @@ def ensure_deb_src() -> None:
     path = Path("/etc/apt/sources.list.d/libzim-c-src.sources")
     log(f"adding {path} and running apt-get update")
     path.write_text(SOURCES_ENTRY)
-    subprocess.run(["apt-get", "update", "-q"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["bash", str(Path(__file__).resolve().parent / "apt.sh"), "update"], check=True)
 
 
 def fetch_kiwix_archives(data: Path, names: tuple[str, ...] = KIWIX_ARCHIVES) -> None:

@@ -64,8 +64,7 @@ sudo_() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 gccver=$(gcc -dumpversion | cut -d. -f1)
 libasan=$(readlink -f "$(gcc -print-file-name=libasan.so)")
 if [ ! -e "$libasan" ] || [ ! -e "$(gcc -print-file-name=libubsan.so)" ]; then
-    sudo_ apt-get update -qq
-    sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "libgcc-$gccver-dev" >/dev/null
+    sudo_ bash tools/apt.sh install "libgcc-$gccver-dev"
     libasan=$(readlink -f "$(gcc -print-file-name=libasan.so)")
 fi
 

@@ -64,8 +64,7 @@ test_cmd=$(python3 tools/readme_commands.py test)
 [ $shared = 0 ] || [ -f "$DATA/nons/small.zim" ] || { say "no ZIM test data at $DATA (--shared)"; exit 1; }
 
 command -v debootstrap >/dev/null || {
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+    bash tools/apt.sh install debootstrap
 }
 mkdir -p "$STOCK"
 # Runs of earlier, killed checks: their overlays were unmounted with their namespace.
