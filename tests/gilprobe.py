@@ -53,7 +53,8 @@ class Spinner:
         self._thread.join()
 
     def longest_inside(self, t0: float, t1: float) -> float:
-        return max((min(b, t1) - max(a, t0) for a, b in self.stalls), default=0.0)
+        # Stalls outside the window overlap it by nothing (not by a negative time).
+        return max((max(0.0, min(b, t1) - max(a, t0)) for a, b in self.stalls), default=0.0)
 
 
 def held_fractions(call: Callable[[Any], object], calls: int = 5,
@@ -102,7 +103,14 @@ def assert_releases_gil(label: str, call: Callable[[Any], object], *, calls: int
         native = held_fractions(call, calls, setup)
     finally:
         _libzim._test_delay(previous)
-    control = held_fractions(gil_holding_call(max(delay_us / 1e6, 0.2)), 3)
+    # The control shows the instrument can see a held GIL; on a machine loaded on both
+    # cores it once read 0.69 (the hand-over leaked a third of the call): measured again,
+    # up to three rounds, since only the instrument, not the call under test, is in doubt.
+    holding = gil_holding_call(max(delay_us / 1e6, 0.2))
+    for _ in range(3):
+        control = held_fractions(holding, 3)
+        if max(control) > 0.7:
+            break
     print(f"\nGIL probe [{label}]: longest stall / call, native: "
           f"{', '.join(f'{f:.2f}' for f in native)}; GIL-holding C call: "
           f"{', '.join(f'{f:.2f}' for f in control)}")
