@@ -444,3 +444,44 @@ def test_live_server_answers_and_logs_as_uvicorn(zim_a_path, big_path, tmp_path)
     assert len(lines) == len(want), log
     for line, (m, u, v, s) in zip(lines, want):
         assert re.fullmatch(rf'INFO: +127\.0\.0\.1:\d+ - "{m} {re.escape(u)} HTTP/{v}" {s} {reasons[s]}', line), line
+
+
+def test_kept_answers_skip_the_handler_only_when_nothing_else_is_asked(zim_a_path, big_path, monkeypatch):
+    """content.send_kept answers a plain GET of a kept entry itself (no Request, no Response);
+    anything it does not take (a condition, a range, HEAD, a redirect, an unknown or
+    never-asked path) reaches the handler, and every answer is the reference's."""
+    from libzim.serve import content as content_module
+
+    fast = create_app([zim_a_path, big_path], threads=2)
+    slow = _without_fast_path(create_app([zim_a_path, big_path], threads=2, answer_cache=0))
+    handled = []
+    real = content_module._content
+
+    async def counting(server, request, name, path, raw=False):
+        if server is fast.state.server:  # the reference app's calls are not counted
+            handled.append(path)
+        return await real(server, request, name, path, raw)
+
+    monkeypatch.setattr(content_module, "_content", counting)
+    page = f"/content/{G}/page.html"
+    kept = [  # (headers, whether send_kept answers it on the second ask)
+        ({}, True), ({"Accept-Encoding": "gzip"}, True), ({"Accept-Encoding": "gzip;q=0"}, True),
+        ({"Accept-Encoding": ""}, True), ({"Accept-Encoding": "br, GZIP"}, True),
+        ({"If-None-Match": '"x"'}, False), ({"Range": "bytes=0-9"}, False), ({"If-Range": '"x"'}, False),
+    ]
+    with TestClient(fast) as f, TestClient(slow) as s:
+        for c in (f, s):
+            del c.headers["accept-encoding"]
+        for headers, direct in kept:
+            f.get(page, headers=headers)  # the first gzip ask makes the gzip kept beside the content
+            handled.clear()
+            a, b = f.get(page, headers=headers), s.get(page, headers=headers)
+            assert (a.status_code, a.headers.raw, a.content) == (b.status_code, b.headers.raw, b.content), headers
+            assert handled == ([] if direct else ["page.html"]), headers
+        for method, url in (("HEAD", page), ("GET", f"/raw/{G}/content/old.html"), ("GET", f"/content/{G}/nope.html")):
+            f.request(method, url, follow_redirects=False)
+            handled.clear()
+            a = f.request(method, url, follow_redirects=False)
+            b = s.request(method, url, follow_redirects=False)
+            assert (a.status_code, a.headers.raw, a.content) == (b.status_code, b.headers.raw, b.content), url
+            assert len(handled) == 1, url  # not taken by send_kept

@@ -4,6 +4,7 @@ conditional requests and byte ranges."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import uuid as uuidlib
@@ -13,11 +14,12 @@ from urllib.parse import quote
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Scope, Send
 
 from libzim import ZimError
 
 from .core import (GET, GZIP_ABOVE, HTTPError, Server, accepts_gzip, compressible, endpoint, error_response, gzip_bytes,
-                   join, redirect, root_of)
+                   join, redirect, root_of, takes_gzip)
 from .library import Book, resolve
 from .viewer import viewer_url
 
@@ -111,6 +113,70 @@ def _keep(server: Server, book: Book, path: str, found: str | Found) -> None:
         cache.put(key, (book, found), over + len(body) + gz)
     elif packed is not None and over + gz <= cache.max_item:
         cache.put(key, (book, (None, mimetype, etag, packed)), over + gz)
+
+
+# A request with one of these headers needs send_bytes's whole logic (304, 206, 416).
+_CONDITIONAL = frozenset((b"range", b"if-none-match", b"if-range"))
+
+
+@functools.lru_cache(maxsize=512)
+def _head_of(mimetype: str, raw: bool) -> tuple[bytes, bool, bool]:
+    """What a kept answer's head takes from its MIME type: the Content-Type sent (as
+    send_bytes checks it), whether Vary: Accept-Encoding goes with it, whether the CSP
+    and Referrer-Policy do (as _content adds them)."""
+    sent = mimetype if _MIME_OK.match(mimetype) else "application/octet-stream"
+    return sent.encode("latin-1"), compressible(sent), not raw and not mimetype.startswith("application/pdf")
+
+
+_CONTENT_CACHE_B = CONTENT_CACHE.encode()
+_CSP_B = CONTENT_CSP.encode()
+
+
+async def send_kept(server: Server, scope: Scope, send: Send, name: str, path: str, raw: bool) -> bool:
+    """A page view's usual request answered from the kept answers without Starlette's
+    Request and Response: a GET of an entry (not a redirect) whose answer is kept, without
+    a range or a condition, the server without ``-b``. Sends the very head and body
+    ``_content`` would (tests/test_serve_fastpath.py compares them) and returns True;
+    False, having sent nothing, for any other request (the full path answers it).
+
+    Why: Starlette's Request, its header mappings, a Response and its MutableHeaders
+    were half of our own code's cost for such an answer (bench/results/request-path.md)."""
+    if scope["method"] != "GET" or not path or server.options.block_external:
+        return False
+    encoding = b""
+    for key, value in scope["headers"]:
+        if key in _CONDITIONAL:
+            return False
+        if key == b"accept-encoding" and not encoding:  # the first, as Starlette's Headers.get
+            encoding = value or b" "
+    book = server.library.get(name) if name else None
+    if book is None or (book.name, path) not in server.answers:
+        return False
+    gzip_ok = takes_gzip(encoding.decode("latin-1")) if encoding else False
+    found = _recent(server, book, path, gzip_ok)
+    if found is None or isinstance(found, str):
+        return False
+    body, mimetype, etag, packed = found
+    sent, vary, csp = _head_of(mimetype, raw)
+    if gzip_ok and packed is not None:
+        headers = [(b"etag", (etag[:-1] + '.gz"').encode("latin-1")), (b"cache-control", _CONTENT_CACHE_B),
+                   (b"accept-ranges", b"bytes")]
+        if vary:
+            headers.append((b"vary", b"Accept-Encoding"))
+        headers.append((b"content-encoding", b"gzip"))
+        body = packed
+    else:
+        headers = [(b"etag", etag.encode("latin-1")), (b"cache-control", _CONTENT_CACHE_B), (b"accept-ranges", b"bytes")]
+        if vary:
+            headers.append((b"vary", b"Accept-Encoding"))
+    headers.append((b"content-type", sent))
+    headers.append((b"content-length", str(len(body)).encode()))
+    if csp:
+        headers.append((b"content-security-policy", _CSP_B))
+        headers.append((b"referrer-policy", b"no-referrer"))
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": bytes(body)})
+    return True
 
 
 async def content(server: Server, request: Request) -> Response:

@@ -68,7 +68,11 @@ def compressible(mimetype: str) -> bool:
 
 def accepts_gzip(request: Request) -> bool:
     """Whether the request's Accept-Encoding takes gzip (``q=0`` refuses it)."""
-    header = request.headers.get("accept-encoding", "")
+    return takes_gzip(request.headers.get("accept-encoding", ""))
+
+
+def takes_gzip(header: str) -> bool:
+    """Whether an Accept-Encoding value takes gzip (``q=0`` refuses it)."""
     for part in header.split(","):
         name, _, params = part.strip().partition(";")
         if name.strip().lower() in ("gzip", "x-gzip", "*"):
@@ -277,6 +281,10 @@ class AnswerCache:
         self._items[key] = found
         self.hits += 1
         return found[0]
+
+    def __contains__(self, key: Hashable) -> bool:
+        """Whether an answer is kept under ``key`` (neither a hit nor a miss, nor a use)."""
+        return key in self._items
 
     def put(self, key: Hashable, value: object, size: int) -> None:
         """Keep ``value`` (``size`` bytes) under ``key``, dropping the least recently used
