@@ -19,7 +19,8 @@ keep-alive connections, a fixed number of requests, URLs cycled):
   callbacks) seen from its ``run`` frame.
 - ``callgrind``: the server under ``valgrind --tool=callgrind``, once with
   W + R requests and once with W + 3R; (Ir(3R) - Ir(R)) / 2R is one request's
-  instructions, start-up and warm-up cancelled. The split is by shared object
+  instructions, start-up and warm-up cancelled (the warm-up asks each URL once from
+  one connection first, so both runs keep the same answers). The split is by shared object
   (the interpreter, httptools, uvloop, the binding, libzim, zstd, ...), self
   cost only.
 - ``ab``: this checkout's ``zim serve`` against another checkout's (``--baseline``,
@@ -61,8 +62,8 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def workload(archive: Path, kind: str, n: int = 300) -> list[str]:
-    """The URLs of one endpoint's workload."""
+def workload(archive: Path, kind: str, n: int = 300, max_bytes: int | None = None) -> list[str]:
+    """The URLs of one endpoint's workload (content: pages of at most ``max_bytes`` when given)."""
     sys.path.insert(0, str(ROOT))
     from libzim.reader import Archive
 
@@ -75,7 +76,7 @@ def workload(archive: Path, kind: str, n: int = 300) -> list[str]:
             if e.is_redirect:
                 continue
             item = e.get_item()
-            if item.mimetype.startswith("text/html") and item.size > 2000:
+            if item.mimetype.startswith("text/html") and 2000 < item.size <= (max_bytes or item.size):
                 prefix = f"/content/{BOOK}/" if kind == "content" else f"/raw/{BOOK}/content/"
                 out.append(prefix + quote(e.path, safe="/"))
         return out
@@ -273,7 +274,7 @@ def self_cost_by_object(path: Path) -> dict[str, int]:
 
 def callgrind(args: argparse.Namespace) -> None:
     counts: dict[int, dict[str, int]] = {}
-    urls = workload(Path(args.archive), args.kind)
+    urls = workload(Path(args.archive), args.kind, args.urls, args.max_bytes)
     Path(args.workdir).mkdir(parents=True, exist_ok=True)  # valgrind will not make it
     for rounds in (1, 3):
         port = free_port()
@@ -282,6 +283,10 @@ def callgrind(args: argparse.Namespace) -> None:
         env = {**os.environ, **({"PYTHONMALLOC": "malloc"} if args.malloc else {})}
         proc = start_server(Path(args.archive), port, args.extra, prefix, Path(args.log), env)
         try:
+            # Each URL once from one connection first: what is kept after the warm-up is then
+            # the same in both runs (8 connections asking a new URL at once would each make
+            # its answer, as many times as happened to coincide: noise that does not cancel).
+            drive(port, urls, len(urls), 1)
             drive(port, urls, args.warmup, args.clients)
             n, bad = drive(port, urls, args.requests * rounds, args.clients)
             assert n == args.requests * rounds, (n, args.requests * rounds)
@@ -378,6 +383,10 @@ def main() -> int:
     cg.add_argument("--requests", type=int, default=300)
     cg.add_argument("--warmup", type=int, default=300)
     cg.add_argument("--workdir", default="/var/tmp/libzim-c-bench")
+    cg.add_argument("--urls", type=int, default=300,
+                    help="the workload's size (default 300); a few dozen: every answer kept after the warm-up")
+    cg.add_argument("--max-bytes", type=int, default=None,
+                    help="content pages of at most this size (with --urls 40 --max-bytes 131072: every page kept)")
     cg.add_argument("--malloc", action="store_true", help="PYTHONMALLOC=malloc: allocations show as libc's")
     abp = sub.choices["ab"]
     abp.add_argument("--baseline", required=True, help="another checkout of this repository, its extension built")
