@@ -278,6 +278,7 @@ def test_kept_suggestions_follow_the_library(zim_a_path, zim_b_path, tmp_path):
         assert [(r.get("value"), r.get("path")) for r in after.json()] == \
             [(r.get("value"), r.get("path")) for r in want]
         assert after.content != first.content
+        assert after.headers["etag"] != first.headers["etag"]  # the new library's state
 
 
 def _uvicorn_access_logger(stream, colors: bool, name: str) -> logging.Logger:
@@ -485,3 +486,92 @@ def test_kept_answers_skip_the_handler_only_when_nothing_else_is_asked(zim_a_pat
             b = s.request(method, url, follow_redirects=False)
             assert (a.status_code, a.headers.raw, a.content) == (b.status_code, b.headers.raw, b.content), url
             assert len(handled) == 1, url  # not taken by send_kept
+
+
+@pytest.fixture(scope="module")
+def titles_path(tmp_path_factory) -> Path:
+    """Forty articles whose titles share a prefix: a suggestion answer of 40 is ~4 KB of JSON."""
+    out = tmp_path_factory.mktemp("fastpath") / "t.zim"
+    with writer.Creator(out).config_indexing(True, "eng") as c:
+        c.set_mainpath("kept00.html")
+        for i in range(40):
+            c.add_item(TextItem(f"kept{i:02}.html", f"Kept suggestion number {i:02} with a long title",
+                                f"<html><body><p>Kept suggestion {i}</p></body></html>"))
+        for k, v in (("Title", "Titles"), ("Language", "eng"), ("Name", "titles")):
+            c.add_metadata(k, v)
+    return out
+
+
+def test_a_kept_suggestion_keeps_its_gzip(titles_path, monkeypatch):
+    """A kept suggestion answer is gzipped once, the first time a client takes gzip, and
+    the same bytes go to every later one; a client without gzip still gets the JSON."""
+    from libzim.serve import core as core_module
+    from libzim.serve import search as search_module
+
+    made = []
+    real = core_module.gzip_bytes
+
+    def counting(body):
+        made.append(len(body))
+        return real(body)
+
+    monkeypatch.setattr(search_module, "gzip_bytes", counting, raising=False)
+    monkeypatch.setattr(core_module, "gzip_bytes", counting)
+    url = "/suggest?content=t&term=kept&count=40"
+    with TestClient(create_app([titles_path], threads=2)) as f:
+        del f.headers["accept-encoding"]
+        plain = f.get(url)  # kept, not gzipped
+        assert plain.status_code == 200 and "content-encoding" not in plain.headers and len(plain.content) > 1400
+        assert made == []
+        first = f.get(url, headers={"Accept-Encoding": "gzip"})
+        again = [f.get(url, headers={"Accept-Encoding": "gzip"}) for _ in range(3)]
+        assert made == [len(plain.content)]  # once, for the kept answer
+        for r in (first, *again):
+            assert r.headers["content-encoding"] == "gzip" and r.content == plain.content  # httpx decodes it
+        assert f.get(url).content == plain.content and made == [len(plain.content)]
+        fresh = f.get("/suggest?content=t&term=kept&count=39", headers={"Accept-Encoding": "gzip"})
+        assert fresh.headers["content-encoding"] == "gzip" and len(made) == 2  # a new answer: gzipped on its worker
+        f.get("/suggest?content=t&term=kept&count=39", headers={"Accept-Encoding": "gzip"})
+        assert len(made) == 2
+
+
+def test_kept_suggestions_skip_the_handler_with_the_reference_bytes(titles_path, zim_a_path, monkeypatch):
+    """search.send_kept answers a repeated suggestion GET itself, with the reference app's
+    status, headers and body (plain and gzipped, the ETag of the server's state); HEAD,
+    If-None-Match, a new query and a reload go to the handler."""
+    fast = create_app([titles_path, zim_a_path], threads=2)
+    slow = _without_fast_path(create_app([titles_path, zim_a_path], threads=2, answer_cache=0))
+    _same_state(fast, slow)
+    handled = []  # the handler looks each name up (send_kept does not): its calls show it ran
+    server = fast.state.server
+    real = server.book
+
+    def counting(name, status=404):
+        handled.append(name)
+        return real(name, status)
+
+    monkeypatch.setattr(server, "book", counting)
+    urls = ["/suggest?content=t&term=kept&count=40", "/suggest?content=t&term=kept%20s",
+            f"/suggest?content=t&books.name={A}&term=kept", "/suggest?content=t&content=t&term=Kept+suggestion"]
+    with TestClient(fast) as f, TestClient(slow) as s:
+        for c in (f, s):
+            del c.headers["accept-encoding"]
+        for url in urls:
+            for headers in ({}, {"Accept-Encoding": "gzip"}, {"Accept-Encoding": "gzip;q=0"}):
+                f.get(url, headers=headers)  # kept (and its gzip made) from here on
+                handled.clear()
+                for _ in range(2):
+                    a, b = f.get(url, headers=headers), s.get(url, headers=headers)
+                    assert a.status_code == b.status_code == 200, url
+                    assert (a.headers.raw, a.content) == (b.headers.raw, b.content), (url, headers)
+                assert handled == [], (url, headers)
+        big = urls[0]
+        assert len(f.get(big).content) > 1400 and f.get(big, headers={"Accept-Encoding": "gzip"}).headers[
+            "content-encoding"] == "gzip"
+        etag = f.get(big).headers["etag"]
+        for method, headers in (("HEAD", {}), ("GET", {"If-None-Match": etag})):
+            handled.clear()
+            a = f.request(method, big, headers=headers)
+            b = s.request(method, big, headers=headers)
+            assert (a.status_code, a.headers.raw, a.content) == (b.status_code, b.headers.raw, b.content)
+            assert handled == ["t"], method

@@ -125,6 +125,8 @@ class FastPath:
         if (handler is content.content or handler is content.raw_content) and await content.send_kept(
                 self.server, scope, send, params["book"], params["path"], handler is content.raw_content):
             return  # a kept answer, sent as the handler would have sent it
+        if handler is search.suggest and await search.send_kept(self.server, scope, send):
+            return
         if "path_params" in scope:  # a mounting app's own parameters stay, as Starlette's Route keeps them
             params = {**scope["path_params"], **params}
         scope["path_params"] = params
