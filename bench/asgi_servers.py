@@ -28,13 +28,11 @@ from __future__ import annotations
 
 import argparse
 import collections
-import http.client
 import os
 import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -78,22 +76,6 @@ def tree_cpu(pid: int) -> float:
     return total
 
 
-def wait_up(port: int, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-            c.request("GET", f"/content/{rp.BOOK}/")
-            c.getresponse().read()
-            return
-        except OSError:
-            if proc.poll() is not None:
-                raise SystemExit(f"the server exited ({proc.returncode}); see {log}")
-            time.sleep(0.5)
-    proc.kill()
-    raise SystemExit(f"the server did not start; see {log}")
-
-
 def start(name: str, archive: Path, port: int, work: Path, log: Path) -> subprocess.Popen[bytes]:
     if name in ("zim", "zim-nolog"):
         return rp.start_server(archive, port, ["--no-access-log"] if name == "zim-nolog" else [], [], log)
@@ -117,7 +99,7 @@ def start(name: str, archive: Path, port: int, work: Path, log: Path) -> subproc
     else:
         raise SystemExit(f"unknown server {name}")
     proc = subprocess.Popen(cmd, cwd=work, stdout=log.open("ab"), stderr=subprocess.STDOUT, env=env)
-    wait_up(port, proc, log)
+    rp.wait_up(port, proc, log, 120)
     return proc
 
 
@@ -153,16 +135,9 @@ def main() -> int:
                     k = trial % len(names)
                     for name in names[k:] + names[:k]:  # the order rotates per trial
                         port, proc = procs[name]
-                        warm = wrkbench.start_wrk(port, urls, 1, clients, script, work / "warm.txt", gzip)
-                        wrkbench.wrk_result(warm, 1)
-                        cpu0 = tree_cpu(proc.pid)
-                        run = wrkbench.start_wrk(port, urls, args.duration, clients, script, work / "run.txt", gzip)
-                        out = wrkbench.wrk_result(run, args.duration)
-                        cpu = tree_cpu(proc.pid) - cpu0
-                        n = int(out["requests"])  # type: ignore[call-overload]
-                        if out["errors"] or not n:
-                            raise SystemExit(f"{name} {kind} {clients}: {out}")
-                        rows[(kind, clients, name)].append((float(out["rps"]), cpu / n * 1000))  # type: ignore[arg-type]
+                        rows[(kind, clients, name)].append(
+                            rp.wrk_trial(f"{name} {kind} {clients}", port, proc.pid, urls, clients, args.duration,
+                                         script, work, gzip, tree_cpu))
         load = os.getloadavg()[0]
         print(f"\n{args.trials} rotated trials of {args.duration:g} s, medians (range); Accept-Encoding: "
               f"{'gzip, deflate' if gzip else 'none'}; load at the end {load:.1f}")

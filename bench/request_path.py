@@ -48,6 +48,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 from urllib.parse import quote
 
 HERE = Path(__file__).resolve().parent
@@ -131,19 +132,25 @@ def start_server(archive: Path, port: int, extra: list[str], prefix: list[str], 
     (work / f"{BOOK}.zim").symlink_to(archive.resolve())
     cmd = [*prefix, *ZIM, "serve", "-p", str(port), "-i", "127.0.0.1", "-t", "2", *extra, str(work / f"{BOOK}.zim")]
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=log.open("ab"), stderr=subprocess.STDOUT, env=env)
-    deadline = time.monotonic() + 300
+    wait_up(port, proc, log)
+    return proc
+
+
+def wait_up(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: float = 300) -> None:
+    """Until the server on ``port`` answers its book's main page (a valgrind'ed one takes a while)."""
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
             c.request("GET", f"/content/{BOOK}/")
             c.getresponse().read()
-            return proc
+            return
         except OSError:
             if proc.poll() is not None:
                 raise SystemExit(f"the server exited ({proc.returncode}); see {log}")
             time.sleep(0.5)
     proc.kill()
-    raise SystemExit("the server did not start")
+    raise SystemExit(f"the server did not start; see {log}")
 
 
 # -- profile -------------------------------------------------------------------
@@ -307,6 +314,25 @@ def callgrind(args: argparse.Namespace) -> None:
 
 # -- ab ------------------------------------------------------------------------
 
+def wrk_trial(label: str, port: int, pid: int, urls: list[str], clients: int, duration: float, script: Path,
+              work: Path, gzip: bool, cpu: Callable[[int], float] = _cpu) -> tuple[float, float]:
+    """One second of wrk to warm up, then ``duration`` seconds: (requests/s, the server's CPU ms
+    per request, ``cpu(pid)`` before and after); SystemExit on any error."""
+    sys.path.insert(0, str(HERE))
+    import serve as wrkbench  # bench/serve.py: wrk's script and its output's parser
+
+    warm = wrkbench.start_wrk(port, urls, 1, clients, script, work / "warm.txt", gzip)
+    wrkbench.wrk_result(warm, 1)
+    cpu0 = cpu(pid)
+    run = wrkbench.start_wrk(port, urls, duration, clients, script, work / "run.txt", gzip)
+    out = wrkbench.wrk_result(run, duration)
+    spent = cpu(pid) - cpu0
+    n = int(out["requests"])  # type: ignore[call-overload]
+    if out["errors"] or not n:
+        raise SystemExit(f"{label}: {out}")
+    return float(out["rps"]), spent / n * 1000  # type: ignore[arg-type]
+
+
 def ab(args: argparse.Namespace) -> None:
     sys.path.insert(0, str(HERE))
     import serve as wrkbench  # bench/serve.py: wrk's script and its output's parser
@@ -331,17 +357,9 @@ def ab(args: argparse.Namespace) -> None:
                     order = ("this", "baseline") if (trial + clients) % 2 == 0 else ("baseline", "this")
                     for name in order:
                         port, proc = servers[name]
-                        warm = wrkbench.start_wrk(port, urls, 1, clients, script, work / "warm.txt", bool(GZIP))
-                        wrkbench.wrk_result(warm, 1)
-                        cpu0 = _cpu(proc.pid)
-                        run = wrkbench.start_wrk(port, urls, args.duration, clients, script, work / "run.txt",
-                                                 bool(GZIP))
-                        out = wrkbench.wrk_result(run, args.duration)
-                        cpu = _cpu(proc.pid) - cpu0
-                        n = int(out["requests"])  # type: ignore[call-overload]
-                        if out["errors"] or not n:
-                            raise SystemExit(f"{name} {kind} {clients}: {out}")
-                        rows[(kind, clients, name)].append((float(out["rps"]), cpu / n * 1000))  # type: ignore[arg-type]
+                        rows[(kind, clients, name)].append(
+                            wrk_trial(f"{name} {kind} {clients}", port, proc.pid, urls, clients, args.duration, script,
+                                      work, bool(GZIP)))
         print(f"\n{args.trials} interleaved trials of {args.duration:g} s, medians (range); extra: {' '.join(args.extra)}"
               f"; Accept-Encoding: {GZIP.get('Accept-Encoding', 'none')}")
         print("| kind | clients | this: req/s | this: CPU ms | baseline: req/s | baseline: CPU ms | CPU this/baseline |")

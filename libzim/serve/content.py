@@ -4,7 +4,6 @@ conditional requests and byte ranges."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import re
 import uuid as uuidlib
@@ -119,13 +118,22 @@ def _keep(server: Server, book: Book, path: str, found: str | Found) -> None:
 _CONDITIONAL = frozenset((b"range", b"if-none-match", b"if-range"))
 
 
-@functools.lru_cache(maxsize=512)
+_HEADS: dict[tuple[str, bool], tuple[bytes, bool, bool]] = {}  # _head_of's, a few dozen MIME types
+
+
 def _head_of(mimetype: str, raw: bool) -> tuple[bytes, bool, bool]:
     """What a kept answer's head takes from its MIME type: the Content-Type sent (as
     send_bytes checks it), whether Vary: Accept-Encoding goes with it, whether the CSP
-    and Referrer-Policy do (as _content adds them)."""
-    sent = mimetype if _MIME_OK.match(mimetype) else "application/octet-stream"
-    return sent.encode("latin-1"), compressible(sent), not raw and not mimetype.startswith("application/pdf")
+    and Referrer-Policy do (as _content adds them). Made once per type (an archive has a
+    few dozen; over 512, an archive of odd types, the table starts again)."""
+    found = _HEADS.get((mimetype, raw))
+    if found is None:
+        sent = mimetype if _MIME_OK.match(mimetype) else "application/octet-stream"
+        found = sent.encode("latin-1"), compressible(sent), not raw and not mimetype.startswith("application/pdf")
+        if len(_HEADS) >= 512:
+            _HEADS.clear()
+        _HEADS[(mimetype, raw)] = found
+    return found
 
 
 _CONTENT_CACHE_B = CONTENT_CACHE.encode()
