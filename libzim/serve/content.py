@@ -18,7 +18,7 @@ from starlette.types import Scope, Send
 from libzim import ZimError
 
 from .core import (GET, GZIP_ABOVE, HTTPError, Server, accepts_gzip, compressible, endpoint, error_response, gzip_bytes,
-                   join, redirect, root_of, takes_gzip)
+                   join, redirect, root_of, scope_takes_gzip)
 from .library import Book, resolve
 from .viewer import viewer_url
 
@@ -151,32 +151,23 @@ async def send_kept(server: Server, scope: Scope, send: Send, name: str, path: s
     were half of our own code's cost for such an answer (bench/results/request-path.md)."""
     if scope["method"] != "GET" or not path or server.options.block_external:
         return False
-    encoding = b""
-    for key, value in scope["headers"]:
-        if key in _CONDITIONAL:
-            return False
-        if key == b"accept-encoding" and not encoding:  # the first, as Starlette's Headers.get
-            encoding = value or b" "
+    gzip_ok = scope_takes_gzip(scope, _CONDITIONAL)
     book = server.library.get(name) if name else None
-    if book is None or (book.name, path) not in server.answers:
+    if gzip_ok is None or book is None or (book.name, path) not in server.answers:
         return False
-    gzip_ok = takes_gzip(encoding.decode("latin-1")) if encoding else False
     found = _recent(server, book, path, gzip_ok)
     if found is None or isinstance(found, str):
         return False
     body, mimetype, etag, packed = found
     sent, vary, csp = _head_of(mimetype, raw)
-    if gzip_ok and packed is not None:
-        headers = [(b"etag", (etag[:-1] + '.gz"').encode("latin-1")), (b"cache-control", _CONTENT_CACHE_B),
-                   (b"accept-ranges", b"bytes")]
-        if vary:
-            headers.append((b"vary", b"Accept-Encoding"))
+    coded = gzip_ok and packed is not None
+    headers = [(b"etag", (etag[:-1] + '.gz"' if coded else etag).encode("latin-1")),
+               (b"cache-control", _CONTENT_CACHE_B), (b"accept-ranges", b"bytes")]
+    if vary:
+        headers.append((b"vary", b"Accept-Encoding"))
+    if coded and packed is not None:
         headers.append((b"content-encoding", b"gzip"))
         body = packed
-    else:
-        headers = [(b"etag", etag.encode("latin-1")), (b"cache-control", _CONTENT_CACHE_B), (b"accept-ranges", b"bytes")]
-        if vary:
-            headers.append((b"vary", b"Accept-Encoding"))
     headers.append((b"content-type", sent))
     headers.append((b"content-length", str(len(body)).encode()))
     if csp:

@@ -71,6 +71,19 @@ def accepts_gzip(request: Request) -> bool:
     return takes_gzip(request.headers.get("accept-encoding", ""))
 
 
+def scope_takes_gzip(scope: Scope, refuse: frozenset[bytes]) -> bool | None:
+    """For the fast path's direct sends, from the raw ASGI headers: None when the request
+    has a header named in ``refuse`` (it needs the full handler), else whether its first
+    Accept-Encoding (the one Starlette's ``Headers.get`` gives) takes gzip."""
+    encoding = None
+    for name, value in scope["headers"]:
+        if name in refuse:
+            return None
+        if name == b"accept-encoding" and encoding is None:
+            encoding = value
+    return takes_gzip(encoding.decode("latin-1")) if encoding else False
+
+
 def takes_gzip(header: str) -> bool:
     """Whether an Accept-Encoding value takes gzip (``q=0`` refuses it)."""
     for part in header.split(","):

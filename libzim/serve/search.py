@@ -8,15 +8,14 @@ from typing import Literal, cast
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import Scope, Send
 
 from libzim import ZimError
 
 from . import opds, pages, searchpage
 from .catalog import filter_books
-from starlette.types import Scope, Send
-
 from .core import (GET, GZIP_ABOVE, NO_CACHE, SLOW, HTTPError, Server, accepts_gzip, bytes_response, endpoint, gzip_bytes,
-                   root_of, state_tag, takes_gzip, text_response)
+                   root_of, scope_takes_gzip, state_tag, text_response)
 from .library import Book
 
 __all__ = ["routes"]
@@ -184,6 +183,7 @@ async def suggest(server: Server, request: Request) -> Response:
 JSON = "application/json; charset=utf-8"
 _JSON_B = JSON.encode()
 _NO_CACHE_B = NO_CACHE.encode()
+_REFUSED = frozenset((b"if-none-match",))  # a 304 or not: bytes_response decides
 # A kept suggestion: the (name asked, Book) pairs, the JSON, its gzip once made.
 Kept = tuple[tuple[tuple[str, Book], ...], bytes, "bytes | None"]
 
@@ -218,26 +218,22 @@ async def send_kept(server: Server, scope: Scope, send: Send) -> bool:
     of our code's cost for a kept suggestion (bench/results/request-path.md)."""
     if scope["method"] != "GET":
         return False
-    encoding = b""
-    for name, value in scope["headers"]:
-        if name == b"if-none-match":
-            return False
-        if name == b"accept-encoding" and not encoding:  # the first, as Starlette's Headers.get
-            encoding = value or b" "
+    gz = scope_takes_gzip(scope, _REFUSED)
     key = scope["query_string"]
-    if key not in server.suggestions:
+    if gz is None or key not in server.suggestions:
         return False
     pairs, body, packed = cast(Kept, server.suggestions.get(key))
     if not _same_books(server, pairs):
         return False
-    coded = len(body) > GZIP_ABOVE and bool(encoding) and takes_gzip(encoding.decode("latin-1"))
-    if coded and packed is None:
-        return False
+    coded = gz and len(body) > GZIP_ABOVE
+    if coded:
+        if packed is None:
+            return False
+        body = packed
     headers = [(b"cache-control", _NO_CACHE_B), (b"vary", b"Accept-Encoding"),
                (b"etag", state_tag(server, coded).encode("latin-1"))]
-    if coded and packed is not None:
+    if coded:
         headers.append((b"content-encoding", b"gzip"))
-        body = packed
     headers.append((b"content-length", str(len(body)).encode()))
     headers.append((b"content-type", _JSON_B))
     await send({"type": "http.response.start", "status": 200, "headers": headers})
