@@ -102,15 +102,18 @@ class _Linger:
     _refusing = False  # an error answer is being written; its connection closes after it
 
     def connection_made(self, transport: Any) -> None:
+        """The protocol is given the transport wrapped, so that its closes are gentle."""
         super().connection_made(_GentleClose(transport, self))  # type: ignore[misc]
 
     def connection_lost(self, exc: Exception | None) -> None:
+        """The socket is closed: a lingering deadline is dropped."""
         if self._linger_timer is not None:
             self._linger_timer.cancel()
             self._linger_timer = None
         super().connection_lost(exc)  # type: ignore[misc]
 
     def eof_received(self) -> bool | None:
+        """The client closed its side: a lingering connection closes now."""
         if self._linger_left is not None:
             return None  # the client has closed too: the transport closes
         return super().eof_received()  # type: ignore[misc, no-any-return]
