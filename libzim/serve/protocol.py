@@ -123,6 +123,16 @@ class _Linger:
         self._refusing = True
         super().send_400_response(msg)  # type: ignore[misc]
 
+    def _answer_and_close(self, status: bytes, msg: bytes) -> None:
+        """A refusal: ``status`` with ``msg`` as plain text, then the gentle close."""
+        transport = self.transport  # type: ignore[attr-defined]
+        if transport.is_closing() or self._linger_left is not None:
+            return
+        self._refusing = True
+        transport.write(b"HTTP/1.1 " + status + b"\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                        b"content-length: " + str(len(msg)).encode() + b"\r\nconnection: close\r\n\r\n" + msg)
+        transport.close()
+
     def _request_unfinished(self) -> bool:
         """The request being answered has bytes still to come (each parser says it its way)."""
         return False
@@ -262,13 +272,7 @@ class _Rules(_Linger):
     def _refuse_with(self, status: bytes, msg: bytes) -> None:
         self.rules.refused += 1
         self._stop_waiting()
-        transport = self.transport  # type: ignore[attr-defined]
-        if transport.is_closing() or self._linger_left is not None:
-            return
-        self._refusing = True
-        transport.write(b"HTTP/1.1 " + status + b"\r\ncontent-type: text/plain; charset=utf-8\r\n"
-                        b"content-length: " + str(len(msg)).encode() + b"\r\nconnection: close\r\n\r\n" + msg)
-        transport.close()
+        self._answer_and_close(status, msg)
 
 
 def protocol_class(http: str = "auto", rules: ConnectionRules | None = None) -> Any:
@@ -487,12 +491,4 @@ class BoundedHttpToolsProtocol(_Linger, _HttpToolsBase):  # type: ignore[misc]  
         return self._in_message
 
     def _refuse(self) -> None:
-        if self.transport.is_closing() or self._linger_left is not None:
-            return
-        self._refusing = True
-        msg = b"Request header fields too large."
-        self.transport.write(b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
-                             b"content-type: text/plain; charset=utf-8\r\n"
-                             b"content-length: " + str(len(msg)).encode() + b"\r\n"
-                             b"connection: close\r\n\r\n" + msg)
-        self.transport.close()
+        self._answer_and_close(b"431 Request Header Fields Too Large", b"Request header fields too large.")
